@@ -1,0 +1,64 @@
+# cuasync — build, test, run, install.
+#
+# Knobs (all overridable: `make CC=clang`, and LuaRocks passes its own):
+#   CC, CFLAGS, LDFLAGS   compiler and flags for libcuasync.so (C99, strict warnings)
+#   LIBFLAG               how to link a shared library (LuaRocks' variable)
+#   LUA                   the LuaJIT interpreter (default: luajit)
+#   BUSTED                busted run under LuaJIT (default: luajit `command -v busted`)
+#   PREFIX, LUADIR, LIBDIR   where `make install` puts the Lua modules + kernels and the library
+#   CUDA_HOME             toolkit whose NVRTC and headers are used (default /usr/local/cuda)
+#   CUASYNC_REQUIRE_GPU=1 make `make test` fail instead of skipping GPU specs when no GPU is found
+#
+# Nothing links against CUDA: the driver and NVRTC are dlopen'ed at run time.
+
+SHELL := /bin/bash
+CC ?= cc
+CFLAGS ?= -O2
+WARN := -std=c99 -Wall -Wextra -pedantic -Wstrict-prototypes -Wmissing-prototypes -Wshadow \
+        -Wpointer-arith -Wcast-align -Werror=implicit-function-declaration
+LIBFLAG ?= -shared
+LUA ?= luajit
+BUSTED ?= $(LUA) $(shell command -v busted 2>/dev/null || echo busted)
+PREFIX ?= /usr/local
+LUADIR ?= $(PREFIX)/share/lua/5.1
+LIBDIR ?= $(PREFIX)/lib/lua/5.1
+
+SRC := $(wildcard native/*.c)
+OBJ := $(patsubst native/%.c,build/obj/%.o,$(SRC))
+LIB := build/libcuasync.so
+
+.PHONY: all test run install clean deps
+
+all: $(LIB)
+
+build/obj/%.o: native/%.c $(wildcard native/*.h) | build/obj
+	$(CC) $(WARN) $(CFLAGS) -fPIC -fvisibility=default -c $< -o $@
+
+build/obj:
+	mkdir -p $@
+
+$(LIB): $(OBJ)
+	$(CC) $(LIBFLAG) $(LDFLAGS) -o $@ $(OBJ) -ldl
+
+deps:
+	@bash .ci/deps
+
+# Specs run through busted's TAP output; the last line is the count CI reads.
+test: deps all
+	@set -o pipefail; rc=0; \
+	$(BUSTED) -o TAP spec | tee build/test.tap || rc=$$?; \
+	awk -f .ci/tap-summary.awk build/test.tap; exit $$rc
+
+run: deps all
+	$(LUA) examples/tma_copy.lua --stages 1,2,4,8
+
+install: all
+	mkdir -p $(DESTDIR)$(LUADIR)/cuasync/cdef $(DESTDIR)$(LUADIR)/cuasync/kernels-src/cuasync $(DESTDIR)$(LIBDIR)
+	cp lua/cuasync/*.lua $(DESTDIR)$(LUADIR)/cuasync/
+	cp lua/cuasync/cdef/*.lua $(DESTDIR)$(LUADIR)/cuasync/cdef/
+	cp kernels-src/*.cu $(DESTDIR)$(LUADIR)/cuasync/kernels-src/
+	cp kernels-src/cuasync/*.cuh $(DESTDIR)$(LUADIR)/cuasync/kernels-src/cuasync/
+	cp $(LIB) $(DESTDIR)$(LIBDIR)/
+
+clean:
+	rm -rf build

@@ -1,0 +1,5 @@
+// cuasync/cuasync.cuh — every device header of cuasync.
+#pragma once
+
+#include <cuasync/mbarrier.cuh>
+#include <cuasync/bulk.cuh>

@@ -1,0 +1,190 @@
+-- Device buffers and pinned host buffers: metatyped handles, freed by :close() or the GC.
+local ffi = require("ffi")
+local native = require("cuasync.native")
+local device = require("cuasync.device")
+local util = require("cuasync.util")
+
+local C, errbuf, ERRLEN = native.C, native.errbuf, native.ERRLEN
+
+ffi.cdef [[
+typedef struct cuasync_buffer { CUdeviceptr ptr; size_t nbytes; int device; } cuasync_buffer;
+typedef struct cuasync_host_buffer { void *ptr; size_t nbytes; } cuasync_host_buffer;
+]]
+
+local M = {}
+local Buffer, HostBuffer = {}, {}
+local buffer_t, host_buffer_t
+
+local function open_buffer(where, b)
+  if b.ptr == 0 then util.fail(where, "the buffer is closed", 3) end
+end
+
+-- A (pointer, bytes) view of what upload/download may take: string, host buffer, cdata.
+local function host_view(where, src, bytes)
+  local t = type(src)
+  if t == "string" then
+    if bytes and bytes > #src then
+      util.fail(where, ("bytes = %d but the string holds %d"):format(bytes, #src), 4)
+    end
+    return src, bytes or #src
+  elseif ffi.istype(host_buffer_t, src) then
+    if src.ptr == nil then util.fail(where, "the host buffer is closed", 4) end
+    local n = tonumber(src.nbytes)
+    if bytes and bytes > n then
+      util.fail(where, ("bytes = %d but the host buffer holds %d"):format(bytes, n), 4)
+    end
+    return src.ptr, bytes or n
+  elseif t == "cdata" then
+    -- a pointer has no extent: its bytes must be given, never guessed
+    local is_pointer = tostring(ffi.typeof(src)):match("%*>$") ~= nil
+    local size = not is_pointer and ffi.sizeof(src) or nil
+    if not bytes then
+      if not size then util.fail(where, "bytes is required when the host data is a pointer", 4) end
+      bytes = size
+    elseif size and bytes > size then
+      util.fail(where, ("bytes = %d but the host array holds %d"):format(bytes, size), 4)
+    end
+    return src, bytes
+  end
+  util.fail(where, ("host data must be a string, a host buffer or cdata (got %s)"):format(t), 4)
+end
+
+local function range(where, b, bytes, offset)
+  offset = offset or 0
+  util.count(where, "offset", offset, 4, true)
+  util.count(where, "bytes", bytes, 4, true)
+  local size = tonumber(b.nbytes)
+  if offset + bytes > size then
+    util.fail(where, ("offset %d + bytes %d exceeds the buffer's %d bytes"):format(offset, bytes, size), 4)
+  end
+  return offset
+end
+
+-- :upload(src[, bytes[, offset]]): host data (string, host buffer, cdata array or pointer + bytes)
+-- or another device buffer into this one at offset.
+function Buffer:upload(src, bytes, offset)
+  open_buffer("buffer.upload", self)
+  if bytes ~= nil then util.count("buffer.upload", "bytes", bytes, 2, true) end
+  if ffi.istype(buffer_t, src) then
+    open_buffer("buffer.upload", src)
+    bytes = bytes or tonumber(src.nbytes)
+    if bytes > tonumber(src.nbytes) then
+      util.fail("buffer.upload", ("bytes = %d but the source buffer holds %d"):format(bytes, tonumber(src.nbytes)))
+    end
+    offset = range("buffer.upload", self, bytes, offset)
+    -- queued on the default stream: ordered with kernels and later copies, no host wait
+    native.check(C.cuasync_mem_dtod(self.ptr + offset, src.ptr, bytes, nil, errbuf, ERRLEN))
+    return self
+  end
+  local p, n = host_view("buffer.upload", src, bytes)
+  offset = range("buffer.upload", self, n, offset)
+  native.check(C.cuasync_mem_htod(self.ptr + offset, p, n, errbuf, ERRLEN))
+  return self
+end
+
+-- :download([ctype[, n]]) -> a new cdata array ctype[n] (default uint8_t, the whole buffer).
+function Buffer:download(ctype, n)
+  open_buffer("buffer.download", self)
+  ctype = ctype or "uint8_t"
+  local ok, ct = pcall(ffi.typeof, ctype)
+  if not ok then util.fail("buffer.download", ("unknown ctype %s"):format(util.describe(ctype))) end
+  local esize = ffi.sizeof(ct)
+  if not esize or esize == 0 then util.fail("buffer.download", "ctype has no size") end
+  local size = tonumber(self.nbytes)
+  n = n or math.floor(size / esize)
+  util.count("buffer.download", "n", n, 2, true)
+  if n * esize > size then
+    util.fail("buffer.download", ("%d elements of %d bytes exceed the buffer's %d bytes"):format(n, esize, size))
+  end
+  local out = ffi.new(ffi.typeof("$[?]", ct), n)
+  if n > 0 then native.check(C.cuasync_mem_dtoh(out, self.ptr, n * esize, errbuf, ERRLEN)) end
+  return out
+end
+
+-- :download_to(dst[, bytes[, offset]]): into caller-owned host memory (host buffer or cdata).
+function Buffer:download_to(dst, bytes, offset)
+  open_buffer("buffer.download_to", self)
+  if type(dst) == "string" then util.fail("buffer.download_to", "dst must be writable host memory (got string)") end
+  local p, n = host_view("buffer.download_to", dst, bytes)
+  offset = range("buffer.download_to", self, n, offset)
+  native.check(C.cuasync_mem_dtoh(p, self.ptr + offset, n, errbuf, ERRLEN))
+  return dst
+end
+
+-- :fill(byte[, bytes[, offset]])
+function Buffer:fill(byte, bytes, offset)
+  open_buffer("buffer.fill", self)
+  if not util.is_integer(byte) or byte < 0 or byte > 255 then
+    util.fail("buffer.fill", ("byte must be an integer 0..255 (got %s)"):format(util.describe(byte)))
+  end
+  bytes = bytes or tonumber(self.nbytes)
+  offset = range("buffer.fill", self, bytes, offset)
+  native.check(C.cuasync_mem_set8(self.ptr + offset, byte, bytes, errbuf, ERRLEN))
+  return self
+end
+
+function Buffer:size()
+  return tonumber(self.nbytes)
+end
+
+function Buffer:close()
+  if self.ptr ~= 0 then
+    local p = self.ptr
+    self.ptr = 0
+    native.check(C.cuasync_mem_free(p, errbuf, ERRLEN))
+  end
+end
+
+local function gc_buffer(b)
+  if b.ptr ~= 0 then C.cuasync_mem_free(b.ptr, errbuf, ERRLEN); b.ptr = 0 end
+end
+
+buffer_t = ffi.metatype("cuasync_buffer", {
+  __index = Buffer, __gc = gc_buffer,
+  __tostring = function(b)
+    return ("cuasync.buffer(%d bytes at 0x%x%s)"):format(tonumber(b.nbytes), tonumber(b.ptr),
+                                                         b.ptr == 0 and ", closed" or "")
+  end,
+})
+
+function M.alloc(bytes)
+  util.count("alloc", "bytes", bytes)
+  local dev = device.current()
+  local p = ffi.new("CUdeviceptr[1]")
+  native.check(C.cuasync_mem_alloc(p, bytes, errbuf, ERRLEN))
+  return buffer_t(p[0], bytes, dev.ordinal)
+end
+
+-- Pinned host memory: fast, asynchronous-capable copies.
+function HostBuffer:size() return tonumber(self.nbytes) end
+
+-- A typed pointer into the host buffer.
+function HostBuffer:as(ctype)
+  if self.ptr == nil then util.fail("host_buffer.as", "the host buffer is closed") end
+  return ffi.cast(ffi.typeof("$*", ffi.typeof(ctype)), self.ptr)
+end
+
+function HostBuffer:close()
+  if self.ptr ~= nil then
+    local p = self.ptr
+    self.ptr = nil
+    native.check(C.cuasync_mem_free_host(p, errbuf, ERRLEN))
+  end
+end
+
+host_buffer_t = ffi.metatype("cuasync_host_buffer", {
+  __index = HostBuffer,
+  __gc = function(b) if b.ptr ~= nil then C.cuasync_mem_free_host(b.ptr, errbuf, ERRLEN); b.ptr = nil end end,
+  __tostring = function(b) return ("cuasync.host_buffer(%d bytes)"):format(tonumber(b.nbytes)) end,
+})
+
+function M.host_alloc(bytes)
+  util.count("host_alloc", "bytes", bytes)
+  device.current()
+  local p = ffi.new("void *[1]")
+  native.check(C.cuasync_mem_alloc_host(p, bytes, errbuf, ERRLEN))
+  return host_buffer_t(p[0], bytes)
+end
+
+M.buffer_t, M.host_buffer_t = buffer_t, host_buffer_t
+return M

@@ -1,0 +1,35 @@
+-- Declarations of native/cuasync_device.h for the FFI (spec/cdef_spec.lua keeps the two identical).
+local ffi = require("ffi")
+require("cuasync.cdef.core")
+
+local declarations = [[
+typedef struct cuasync_device_props {
+    int ordinal;
+    char name[256];
+    int cc_major, cc_minor;
+    int sms;
+    int warp_size;
+    int max_threads_per_block;
+    int max_block[3];
+    int max_grid[3];
+    int smem_per_block;
+    int smem_optin;
+    int smem_per_sm;
+    int l2_bytes;
+    int cluster_launch;
+    int max_threads_per_sm;
+    int regs_per_block;
+    int clock_khz;
+    int mem_clock_khz;
+    int bus_width_bits;
+    unsigned long long total_mem;
+} cuasync_device_props;
+int cuasync_device_count(int *count, char *err, size_t errlen);
+int cuasync_device_open(int ordinal, cuasync_device_props *props, char *err, size_t errlen);
+int cuasync_device_activate(int ordinal, char *err, size_t errlen);
+int cuasync_device_synchronize(const char *what, char *err, size_t errlen);
+int cuasync_device_mem_info(size_t *free_bytes, size_t *total_bytes, char *err, size_t errlen);
+]]
+
+ffi.cdef(declarations)
+return declarations

@@ -1,0 +1,10 @@
+-- Declarations of native/cuasync_error.h for the FFI (spec/cdef_spec.lua keeps the two identical).
+local ffi = require("ffi")
+require("cuasync.cdef.core")
+
+local declarations = [[
+const char *cuasync_cu_error_name(int status);
+]]
+
+ffi.cdef(declarations)
+return declarations

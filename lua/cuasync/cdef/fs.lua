@@ -1,0 +1,12 @@
+-- Declarations of native/cuasync_fs.h for the FFI (spec/cdef_spec.lua keeps the two identical).
+local ffi = require("ffi")
+require("cuasync.cdef.core")
+
+local declarations = [[
+int cuasync_fs_mkdirs(const char *dir, char *err, size_t errlen);
+int cuasync_fs_write_atomic(const char *path, const void *data, size_t len, char *err, size_t errlen);
+int cuasync_fs_list(const char *dir, const char *suffix, char *out, size_t outlen, char *err, size_t errlen);
+]]
+
+ffi.cdef(declarations)
+return declarations

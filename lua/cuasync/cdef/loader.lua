@@ -1,0 +1,16 @@
+-- Declarations of native/cuasync_loader.h for the FFI (spec/cdef_spec.lua keeps the two identical).
+local ffi = require("ffi")
+require("cuasync.cdef.core")
+
+local declarations = [[
+int cuasync_driver_init(char *err, size_t errlen);
+int cuasync_driver_version(int *version, char *err, size_t errlen);
+void *cuasync_driver_symbol(const char *name);
+int cuasync_nvrtc_init(char *err, size_t errlen);
+int cuasync_nvrtc_version(int *major, int *minor, char *err, size_t errlen);
+int cuasync_nvrtc_identity(char *out, size_t outlen, char *err, size_t errlen);
+const char *cuasync_nvrtc_path(void);
+]]
+
+ffi.cdef(declarations)
+return declarations

@@ -1,0 +1,87 @@
+-- Drivers for the project's copy kernels (kernels-src/copy_bulk.cu): the bulk-copy rules checked
+-- in Lua before launch, the grid sized from the device, and the launch prepared once per shape.
+local program = require("cuasync.program")
+local device = require("cuasync.device")
+local launchcfg = require("cuasync.launchcfg")
+local buffer = require("cuasync.buffer")
+local util = require("cuasync.util")
+local ffi = require("ffi")
+
+local M = {}
+
+local function fail(msg) util.fail("copy", msg, 3) end
+
+local function addr(p)
+  if ffi.istype(buffer.buffer_t, p) then return p.ptr end
+  return p
+end
+
+-- cp.async.bulk: size a multiple of 16, global addresses 16-byte aligned.
+function M.check_bulk(bytes, dst, src)
+  util.count("copy", "bytes", bytes, 3)
+  if bytes % 16 ~= 0 then
+    fail(("bytes = %d is not a multiple of 16 (cp.async.bulk moves 16-byte units)"):format(bytes))
+  end
+  for _, x in ipairs({ { "dst", addr(dst) }, { "src", addr(src) } }) do
+    local a = tonumber(ffi.cast("uint64_t", x[2]) % 16)
+    if a ~= 0 then
+      fail(("%s address 0x%x is not 16-byte aligned (cp.async.bulk needs 16-byte aligned global addresses)"):format(
+           x[1], tonumber(ffi.cast("uint64_t", x[2]))))
+    end
+  end
+end
+
+local Bulk = {}
+Bulk.__index = Bulk
+
+-- copy.bulk_kernel{ stages = 4, chunk = 16384, store_lag = 1 } -> an object with :copy/:prepare
+function M.bulk_kernel(opts)
+  opts = opts or {}
+  util.known_fields("copy", opts, { stages = true, chunk = true, store_lag = true }, 2)
+  local stages = util.count("copy", "stages", opts.stages or 4, 2)
+  local chunk = util.count("copy", "chunk", opts.chunk or 16384, 2)
+  local lag = util.count("copy", "store_lag", opts.store_lag or 1, 2, true)
+  if stages > 64 then fail(("stages = %d exceeds 64"):format(stages)) end
+  if chunk % 16 ~= 0 then
+    fail(("chunk = %d is not a multiple of 16 (cp.async.bulk moves 16-byte units)"):format(chunk))
+  end
+  local dev = device.peek()
+  local limits = dev and dev:limits() or launchcfg.sm_90
+  local barriers = 8 * stages
+  if stages * chunk + barriers > limits.smem_optin then
+    fail(("stages * chunk = %d bytes of shared memory (plus %d for barriers) exceeds the device's %d bytes per block (smem_optin)"):format(
+         stages * chunk, barriers, limits.smem_optin))
+  end
+  local mod = program.new{ file = "copy_bulk.cu", defines = { STAGES = stages, CHUNK = chunk, STORE_LAG = lag } }:compile()
+  return setmetatable({ module = mod, stages = stages, chunk = chunk, smem = stages * chunk, prepared = {} }, Bulk)
+end
+
+function Bulk:kernel()
+  self.k = self.k or self.module:kernel("copy_bulk", "ptr, ptr, u64")
+  return self.k
+end
+
+-- Resident blocks per SM × SMs, but never more blocks than chunks.
+function Bulk:grid(bytes)
+  local k = self:kernel()
+  local per_sm = k:occupancy(32, self.smem)
+  if per_sm == 0 then
+    fail(("%d stages of %d bytes cannot be resident on this device"):format(self.stages, self.chunk))
+  end
+  local chunks = math.ceil(bytes / self.chunk)
+  return math.min(chunks, per_sm * k.device.sms)
+end
+
+-- :prepare(dst, src, bytes[, { grid = n, stream = s }]) -> run()
+function Bulk:prepare(dst, src, bytes, opts)
+  M.check_bulk(bytes, dst, src)
+  opts = opts or {}
+  local grid = opts.grid or self:grid(bytes)
+  return (self:kernel():prepare({ grid = grid, block = 32, smem = self.smem, stream = opts.stream }, dst, src, bytes))
+end
+
+function Bulk:copy(dst, src, bytes, opts)
+  self:prepare(dst, src, bytes, opts)()
+end
+
+return M

@@ -1,0 +1,101 @@
+-- Devices: availability, properties, the current device and its launch limits.
+local ffi = require("ffi")
+local native = require("cuasync.native")
+local util = require("cuasync.util")
+
+local C, errbuf, ERRLEN = native.C, native.errbuf, native.ERRLEN
+
+local M = {}
+local opened = {}     -- ordinal -> device object
+local current
+
+local Device = {}
+Device.__index = Device
+
+function Device:__tostring()
+  return ("cuasync.device(%d): %s, cc %d, %d SMs"):format(self.ordinal, self.name, self.cc, self.sms)
+end
+
+-- The limits a launch is checked against before the driver sees it.
+function Device:limits()
+  return {
+    max_threads_per_block = self.max_threads_per_block,
+    max_block = self.max_block, max_grid = self.max_grid,
+    smem_per_block = self.smem_per_block, smem_optin = self.smem_optin,
+    cluster = self.cluster, name = self.name,
+  }
+end
+
+function Device:synchronize(what)
+  native.check(C.cuasync_device_synchronize(what or "synchronizing the device", errbuf, ERRLEN))
+end
+
+function Device:mem_info()
+  local free, total = ffi.new("size_t[1]"), ffi.new("size_t[1]")
+  native.check(C.cuasync_device_mem_info(free, total, errbuf, ERRLEN))
+  return tonumber(free[0]), tonumber(total[0])
+end
+
+-- "sm_90a" on compute capability 9.0 (multicast, wgmma and setmaxnreg need the a target), sm_XY elsewhere.
+function M.arch_for(cc)
+  return cc == 90 and "sm_90a" or ("sm_%d"):format(cc)
+end
+
+-- true, or false and the reason. Never raises.
+function M.available()
+  local rc = C.cuasync_driver_init(errbuf, ERRLEN)
+  if rc ~= 0 then return false, ffi.string(errbuf) end
+  local n = ffi.new("int[1]")
+  rc = C.cuasync_device_count(n, errbuf, ERRLEN)
+  if rc ~= 0 then return false, ffi.string(errbuf) end
+  if n[0] == 0 then return false, "no CUDA device: the driver reports 0 devices" end
+  return true
+end
+
+function M.count()
+  local n = ffi.new("int[1]")
+  native.check(C.cuasync_device_count(n, errbuf, ERRLEN))
+  return n[0]
+end
+
+function M.open(ordinal)
+  ordinal = ordinal == nil and 0 or ordinal
+  if not util.is_integer(ordinal) or ordinal < 0 then
+    util.fail("device", ("ordinal must be a non-negative integer (got %s)"):format(util.describe(ordinal)))
+  end
+  local dev = opened[ordinal]
+  if dev then
+    native.check(C.cuasync_device_activate(ordinal, errbuf, ERRLEN))
+    current = dev
+    return dev
+  end
+  local p = ffi.new("cuasync_device_props")
+  native.check(C.cuasync_device_open(ordinal, p, errbuf, ERRLEN))
+  local cc = p.cc_major * 10 + p.cc_minor
+  dev = setmetatable({
+    ordinal = ordinal, name = ffi.string(p.name), cc = cc, arch = M.arch_for(cc),
+    sms = p.sms, smem_optin = p.smem_optin, smem_per_block = p.smem_per_block,
+    smem_per_sm = p.smem_per_sm, l2_bytes = p.l2_bytes, cluster = p.cluster_launch ~= 0,
+    warp_size = p.warp_size, max_threads_per_block = p.max_threads_per_block,
+    max_block = { p.max_block[0], p.max_block[1], p.max_block[2] },
+    max_grid = { p.max_grid[0], p.max_grid[1], p.max_grid[2] },
+    max_threads_per_sm = p.max_threads_per_sm, regs_per_block = p.regs_per_block,
+    clock_khz = p.clock_khz, mem_clock_khz = p.mem_clock_khz, bus_width_bits = p.bus_width_bits,
+    total_mem = tonumber(p.total_mem),
+  }, Device)
+  opened[ordinal] = dev
+  current = dev
+  return dev
+end
+
+-- The device work goes to: the last one opened, else device 0.
+function M.current()
+  return current or M.open(0)
+end
+
+-- The current device if one is open, else nil (never opens one: compile-only paths use this).
+function M.peek()
+  return current
+end
+
+return M

@@ -1,0 +1,138 @@
+-- Launch configurations: every rule checked before the driver sees the launch.
+local util = require("cuasync.util")
+
+local M = {}
+
+M.PORTABLE_CLUSTER = 8    -- blocks per cluster every sm_90 device guarantees
+M.MAX_CLUSTER = 16        -- with the non-portable attribute (H100/H200)
+
+-- The limits of an sm_90 device (H100/H200), for checking a config where no GPU is present.
+M.sm_90 = {
+  name = "sm_90 (H100/H200)", max_threads_per_block = 1024, max_block = { 1024, 1024, 64 },
+  max_grid = { 2147483647, 65535, 65535 }, smem_per_block = 49152, smem_optin = 232448, cluster = true,
+}
+
+local FIELDS = { grid = true, block = true, cluster = true, smem = true, stream = true,
+                 non_portable = true, cluster_policy = true }
+local POLICIES = { default = 0, spread = 1, load_balancing = 2 }
+local AXIS = { "x", "y", "z" }
+
+local function fail(msg) util.fail("launch", msg, 4) end
+
+local function fmt(d) return ("{%d, %d, %d}"):format(d[1], d[2], d[3]) end
+
+-- n or {x[, y[, z]]} -> {x, y, z}
+local function dims(name, v)
+  local d
+  if type(v) == "number" then
+    d = { v }
+  elseif type(v) == "table" then
+    if #v < 1 or #v > 3 then
+      fail(("%s must have 1 to 3 dimensions (got %d)"):format(name, #v))
+    end
+    for k in pairs(v) do
+      if type(k) ~= "number" or k < 1 or k > 3 or k ~= math.floor(k) then
+        fail(("%s must be a list {x[, y[, z]]} (got key %s)"):format(name, util.describe(k)))
+      end
+    end
+    d = { v[1], v[2], v[3] }
+  elseif v == nil then
+    fail(("%s is required"):format(name))
+  else
+    fail(("%s must be a number or {x[, y[, z]]} (got %s)"):format(name, type(v)))
+  end
+  for i = 1, 3 do
+    local x = d[i]
+    if x == nil then
+      d[i] = 1
+    elseif not util.is_integer(x) or x < 1 then
+      fail(("%s.%s must be a positive integer (got %s)"):format(name, AXIS[i], util.describe(x)))
+    end
+  end
+  return d
+end
+
+-- check(cfg, limits[, attrs[, kernel_name]]) -> normalized config.
+-- limits: a device's :limits() or M.sm_90; attrs: the kernel's attributes when known.
+function M.check(cfg, limits, attrs, kname)
+  if type(cfg) ~= "table" then
+    fail(("config must be a table {grid = ..., block = ...} (got %s)"):format(type(cfg)))
+  end
+  util.known_fields("launch", cfg, FIELDS, 3)
+  local grid, block = dims("grid", cfg.grid), dims("block", cfg.block)
+  for i = 1, 3 do
+    if grid[i] > limits.max_grid[i] then
+      fail(("grid.%s = %d exceeds the device's limit of %d"):format(AXIS[i], grid[i], limits.max_grid[i]))
+    end
+    if block[i] > limits.max_block[i] then
+      fail(("block.%s = %d exceeds the device's limit of %d"):format(AXIS[i], block[i], limits.max_block[i]))
+    end
+  end
+  local threads = block[1] * block[2] * block[3]
+  if threads > limits.max_threads_per_block then
+    fail(("block %s has %d threads (at most %d per block on this device)"):format(fmt(block), threads,
+         limits.max_threads_per_block))
+  end
+  if attrs and threads > attrs.max_threads then
+    fail(("block %s has %d threads but kernel '%s' can run at most %d per block (its register use "
+         .. "limits it)"):format(fmt(block), threads, kname or "?", attrs.max_threads))
+  end
+
+  local smem = cfg.smem or 0
+  if not util.is_integer(smem) or smem < 0 then
+    fail(("smem must be a non-negative integer number of bytes (got %s)"):format(util.describe(smem)))
+  end
+  local static = attrs and attrs.static_smem or 0
+  if smem + static > limits.smem_optin then
+    fail(("smem = %d plus %d bytes of static shared memory exceeds the device's %d bytes per block "
+         .. "(smem_optin)"):format(smem, static, limits.smem_optin))
+  end
+
+  local non_portable = cfg.non_portable
+  if non_portable ~= nil and type(non_portable) ~= "boolean" then
+    fail(("non_portable must be a boolean (got %s)"):format(type(non_portable)))
+  end
+  local policy = cfg.cluster_policy
+  if policy ~= nil and POLICIES[policy] == nil then
+    fail(("cluster_policy must be \"default\", \"spread\" or \"load_balancing\" (got %s)"):format(
+         util.describe(policy)))
+  end
+
+  local cluster
+  if cfg.cluster ~= nil then
+    cluster = dims("cluster", cfg.cluster)
+    if not limits.cluster then
+      fail("cluster launch needs a device that supports thread-block clusters (compute capability "
+           .. "9.0 or newer); " .. (limits.name or "this device") .. " does not")
+    end
+    for i = 1, 3 do
+      if grid[i] % cluster[i] ~= 0 then
+        fail(("grid.%s = %d is not divisible by cluster.%s = %d (the grid must be a whole number of "
+             .. "clusters)"):format(AXIS[i], grid[i], AXIS[i], cluster[i]))
+      end
+    end
+    local size = cluster[1] * cluster[2] * cluster[3]
+    if size > M.MAX_CLUSTER then
+      fail(("cluster %s has %d blocks (at most %d, and more than %d needs non_portable = true)"):format(
+           fmt(cluster), size, M.MAX_CLUSTER, M.PORTABLE_CLUSTER))
+    elseif size > M.PORTABLE_CLUSTER and not non_portable then
+      fail(("cluster %s has %d blocks (at most %d portable; set non_portable = true for up to %d)"):format(
+           fmt(cluster), size, M.PORTABLE_CLUSTER, M.MAX_CLUSTER))
+    end
+    if attrs then
+      local rc = attrs.required_cluster
+      if rc and rc[1] > 0 and (rc[1] ~= cluster[1] or rc[2] ~= cluster[2] or rc[3] ~= cluster[3]) then
+        fail(("cluster %s differs from kernel '%s''s __cluster_dims__ %s"):format(fmt(cluster),
+             kname or "?", fmt(rc)))
+      end
+    end
+  elseif policy ~= nil then
+    fail("cluster_policy needs cluster dims")
+  end
+
+  return { grid = grid, block = block, smem = smem, cluster = cluster, stream = cfg.stream,
+           non_portable = non_portable or false, policy = policy and POLICIES[policy] or nil,
+           threads = threads }
+end
+
+return M

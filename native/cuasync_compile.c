@@ -1,0 +1,138 @@
+/* cuasync_compile.c — one NVRTC program per call; everything the caller may want is copied out
+ * before the program is destroyed, so the result has no NVRTC lifetime to track. */
+#define CUASYNC_INTERNAL
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuasync_api.h"
+#include "cuasync_compile.h"
+#include "cuasync_error.h"
+#include "cuasync_loader.h"
+
+struct cuasync_compiled {
+    char *log, *ptx, *cubin;
+    size_t log_len, ptx_len, cubin_len;
+    int nlowered;
+    char **lowered;
+};
+
+void cuasync_compiled_free(cuasync_compiled *c)
+{
+    int i;
+    if (!c) return;
+    free(c->log);
+    free(c->ptx);
+    free(c->cubin);
+    for (i = 0; i < c->nlowered; i++) free(c->lowered[i]);
+    free(c->lowered);
+    free(c);
+}
+
+static int nvrtc_fail(char *err, size_t errlen, const char *call, int status, const char *name)
+{
+    return cuasync_fail(err, errlen, CUASYNC_E_NVRTC, "%s: %s while compiling %s", call,
+                        cuasync_nvrtc.nvrtcGetErrorString(status), name);
+}
+
+/* Copy an NVRTC output of the given size out of the program. NUL-terminated for text outputs. */
+typedef int (*get_size_fn)(nvrtcProgram, size_t *);
+typedef int (*get_fn)(nvrtcProgram, char *);
+static int copy_out(nvrtcProgram prog, get_size_fn size_of, get_fn get, char **out, size_t *len)
+{
+    size_t n = 0;
+    if (size_of(prog, &n) != 0 || n == 0) { *out = NULL; *len = 0; return 0; }
+    *out = malloc(n + 1);
+    if (!*out) return -1;
+    if (get(prog, *out) != 0) { free(*out); *out = NULL; *len = 0; return 0; }
+    (*out)[n] = '\0';
+    *len = n;
+    return 0;
+}
+
+int cuasync_compile(const char *source, const char *name,
+                    int nheaders, const char *const *header_sources, const char *const *header_names,
+                    int noptions, const char *const *options,
+                    int nexpressions, const char *const *expressions,
+                    cuasync_compiled **out, char *err, size_t errlen)
+{
+    nvrtcProgram prog = NULL;
+    cuasync_compiled *c;
+    int rc, status, i, compile_status;
+
+    *out = NULL;
+    rc = cuasync_nvrtc_init(err, errlen);
+    if (rc) return rc;
+    if (!source || !name || nheaders < 0 || noptions < 0 || nexpressions < 0)
+        return cuasync_fail(err, errlen, CUASYNC_E_INVALID, "cuasync_compile: bad arguments");
+    status = cuasync_nvrtc.nvrtcCreateProgram(&prog, source, name, nheaders, header_sources, header_names);
+    if (status) return nvrtc_fail(err, errlen, "nvrtcCreateProgram", status, name);
+    for (i = 0; i < nexpressions; i++) {
+        status = cuasync_nvrtc.nvrtcAddNameExpression(prog, expressions[i]);
+        if (status) {
+            cuasync_nvrtc.nvrtcDestroyProgram(&prog);
+            return nvrtc_fail(err, errlen, "nvrtcAddNameExpression", status, name);
+        }
+    }
+    compile_status = cuasync_nvrtc.nvrtcCompileProgram(prog, noptions, options);
+
+    c = calloc(1, sizeof *c);
+    if (!c) { cuasync_nvrtc.nvrtcDestroyProgram(&prog); goto oom; }
+    if (copy_out(prog, cuasync_nvrtc.nvrtcGetProgramLogSize, cuasync_nvrtc.nvrtcGetProgramLog,
+                 &c->log, &c->log_len)) goto oom_free;
+    if (compile_status == 0) {
+        if (copy_out(prog, cuasync_nvrtc.nvrtcGetPTXSize, cuasync_nvrtc.nvrtcGetPTX, &c->ptx, &c->ptx_len)
+            || copy_out(prog, cuasync_nvrtc.nvrtcGetCUBINSize, cuasync_nvrtc.nvrtcGetCUBIN, &c->cubin,
+                        &c->cubin_len))
+            goto oom_free;
+        c->lowered = calloc((size_t)(nexpressions > 0 ? nexpressions : 1), sizeof *c->lowered);
+        if (!c->lowered) goto oom_free;
+        c->nlowered = nexpressions;
+        for (i = 0; i < nexpressions; i++) {
+            const char *lowered = NULL;
+            status = cuasync_nvrtc.nvrtcGetLoweredName(prog, expressions[i], &lowered);
+            if (status) {
+                cuasync_nvrtc.nvrtcDestroyProgram(&prog);
+                cuasync_compiled_free(c);
+                return nvrtc_fail(err, errlen, "nvrtcGetLoweredName", status, name);
+            }
+            c->lowered[i] = malloc(strlen(lowered) + 1);
+            if (!c->lowered[i]) goto oom_free;
+            strcpy(c->lowered[i], lowered);
+        }
+    }
+    cuasync_nvrtc.nvrtcDestroyProgram(&prog);
+    *out = c;
+    if (compile_status)
+        return cuasync_fail(err, errlen, CUASYNC_E_COMPILE, "nvrtcCompileProgram: %s while compiling %s",
+                            cuasync_nvrtc.nvrtcGetErrorString(compile_status), name);
+    return CUASYNC_OK;
+
+oom_free:
+    if (prog) cuasync_nvrtc.nvrtcDestroyProgram(&prog);
+    cuasync_compiled_free(c);
+oom:
+    return cuasync_fail(err, errlen, CUASYNC_E_NOMEM, "out of host memory while compiling %s", name);
+}
+
+const char *cuasync_compiled_log(const cuasync_compiled *c, size_t *len)
+{
+    *len = c->log_len;
+    return c->log ? c->log : "";
+}
+
+const char *cuasync_compiled_ptx(const cuasync_compiled *c, size_t *len)
+{
+    *len = c->ptx_len;
+    return c->ptx;
+}
+
+const char *cuasync_compiled_cubin(const cuasync_compiled *c, size_t *len)
+{
+    *len = c->cubin_len;
+    return c->cubin;
+}
+
+const char *cuasync_compiled_lowered(const cuasync_compiled *c, int index)
+{
+    return index >= 0 && index < c->nlowered ? c->lowered[index] : NULL;
+}

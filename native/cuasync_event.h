@@ -1,0 +1,15 @@
+/* cuasync_event.h — events for device-side timing, and a host monotonic clock. */
+#ifndef CUASYNC_EVENT_H
+#define CUASYNC_EVENT_H
+
+#include "cuasync.h"
+
+int cuasync_event_create(CUevent *event, char *err, size_t errlen);
+int cuasync_event_destroy(CUevent event, char *err, size_t errlen);
+int cuasync_event_record(CUevent event, CUstream stream, char *err, size_t errlen);
+int cuasync_event_synchronize(CUevent event, char *err, size_t errlen);
+int cuasync_event_elapsed(float *ms, CUevent start, CUevent end, char *err, size_t errlen);
+/* CLOCK_MONOTONIC in nanoseconds, for host-side timing (launch overhead). */
+double cuasync_now_ns(void);
+
+#endif

@@ -1,0 +1,100 @@
+/* cuasync_fs.c — directory creation, atomic replacement of cache entries, directory listing. */
+#define _POSIX_C_SOURCE 200809L
+#define CUASYNC_INTERNAL
+#include <dirent.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cuasync_fs.h"
+#include "cuasync_error.h"
+
+int cuasync_fs_mkdirs(const char *dir, char *err, size_t errlen)
+{
+    char path[4096];
+    size_t i, n = strlen(dir);
+    struct stat st;
+    if (n == 0 || n >= sizeof path)
+        return cuasync_fail(err, errlen, CUASYNC_E_INVALID, "cache directory path '%s' is empty or too long", dir);
+    memcpy(path, dir, n + 1);
+    for (i = 1; i <= n; i++) {
+        if (path[i] != '/' && path[i] != '\0') continue;
+        path[i] = '\0';
+        if (mkdir(path, 0755) != 0 && errno != EEXIST)
+            return cuasync_fail(err, errlen, CUASYNC_E_IO, "cannot create directory %s (%s)", path,
+                                strerror(errno));
+        path[i] = i == n ? '\0' : '/';
+    }
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        return cuasync_fail(err, errlen, CUASYNC_E_IO, "%s is not a directory", dir);
+    return CUASYNC_OK;
+}
+
+int cuasync_fs_write_atomic(const char *path, const void *data, size_t len, char *err, size_t errlen)
+{
+    char tmp[4200];
+    FILE *f;
+    size_t written;
+    int e;
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    f = fopen(tmp, "wb");
+    if (!f)
+        return cuasync_fail(err, errlen, CUASYNC_E_IO, "cannot write %s (%s)", tmp, strerror(errno));
+    written = fwrite(data, 1, len, f);
+    e = errno;
+    if (fclose(f) != 0 || written != len) {
+        remove(tmp);
+        return cuasync_fail(err, errlen, CUASYNC_E_IO, "cannot write %s (%s)", tmp, strerror(e));
+    }
+    if (rename(tmp, path) != 0) {
+        e = errno;
+        remove(tmp);
+        return cuasync_fail(err, errlen, CUASYNC_E_IO, "cannot rename %s to %s (%s)", tmp, path,
+                            strerror(e));
+    }
+    return CUASYNC_OK;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+int cuasync_fs_list(const char *dir, const char *suffix, char *out, size_t outlen, char *err, size_t errlen)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    char *names[512];
+    size_t n = 0, i, used = 0, sl = strlen(suffix);
+    int rc = CUASYNC_OK;
+    if (!d)
+        return cuasync_fail(err, errlen, CUASYNC_E_IO, "cannot list %s (%s)", dir, strerror(errno));
+    while ((e = readdir(d)) != NULL) {
+        size_t l = strlen(e->d_name);
+        if (l < sl || strcmp(e->d_name + l - sl, suffix) != 0) continue;
+        if (n == sizeof names / sizeof names[0] || !(names[n] = malloc(l + 1))) {
+            rc = cuasync_fail(err, errlen, CUASYNC_E_NOMEM, "too many files in %s", dir);
+            break;
+        }
+        memcpy(names[n++], e->d_name, l + 1);
+    }
+    closedir(d);
+    if (rc == CUASYNC_OK) qsort(names, n, sizeof names[0], by_name);
+    if (outlen) out[0] = '\0';
+    for (i = 0; i < n; i++) {
+        size_t l = strlen(names[i]);
+        if (rc == CUASYNC_OK && used + l + 2 > outlen)
+            rc = cuasync_fail(err, errlen, CUASYNC_E_INVALID, "listing of %s does not fit %zu bytes", dir, outlen);
+        if (rc == CUASYNC_OK) {
+            memcpy(out + used, names[i], l);
+            used += l;
+            out[used++] = '\n';
+            out[used] = '\0';
+        }
+        free(names[i]);
+    }
+    return rc;
+}

@@ -1,0 +1,16 @@
+/* cuasync_fs.h — the file operations Lua's io lacks: the compile cache's directory and atomic
+ * writes, and listing the device headers that every program may include. */
+#ifndef CUASYNC_FS_H
+#define CUASYNC_FS_H
+
+#include "cuasync.h"
+
+/* mkdir -p. */
+int cuasync_fs_mkdirs(const char *dir, char *err, size_t errlen);
+/* Write data to a temporary file beside path, then rename it over path: a reader sees the old
+ * file, the new one, or none, never half of one. */
+int cuasync_fs_write_atomic(const char *path, const void *data, size_t len, char *err, size_t errlen);
+/* The names in dir ending with suffix, sorted, one per line, into out. */
+int cuasync_fs_list(const char *dir, const char *suffix, char *out, size_t outlen, char *err, size_t errlen);
+
+#endif

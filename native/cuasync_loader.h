@@ -1,0 +1,24 @@
+/* cuasync_loader.h — finding the CUDA driver and NVRTC at first use (dlopen, never linked). */
+#ifndef CUASYNC_LOADER_H
+#define CUASYNC_LOADER_H
+
+#include "cuasync.h"
+
+/* dlopen libcuda.so.1 (or $CUASYNC_CUDA_LIB), resolve the table through cuGetProcAddress, cuInit.
+ * Idempotent: a failure is remembered and reported the same way on every later call. */
+int cuasync_driver_init(char *err, size_t errlen);
+/* The driver's version (e.g. 13000), after a successful init. */
+int cuasync_driver_version(int *version, char *err, size_t errlen);
+/* A resolved driver entry point by name (for raw-FFI comparisons in benchmarks), or NULL. */
+void *cuasync_driver_symbol(const char *name);
+
+/* dlopen NVRTC: $CUASYNC_NVRTC, then $CUDA_HOME/lib64, /usr/local/cuda/lib64, then the SONAME. */
+int cuasync_nvrtc_init(char *err, size_t errlen);
+int cuasync_nvrtc_version(int *major, int *minor, char *err, size_t errlen);
+/* Which NVRTC library would be (or was) loaded, and its identity "path size mtime": the compile
+ * cache keys on this without paying for the dlopen of a 100 MB library on a cache hit. */
+int cuasync_nvrtc_identity(char *out, size_t outlen, char *err, size_t errlen);
+/* The loaded NVRTC's path, or "" before cuasync_nvrtc_init succeeded. */
+const char *cuasync_nvrtc_path(void);
+
+#endif

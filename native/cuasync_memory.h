@@ -1,0 +1,17 @@
+/* cuasync_memory.h — device and pinned host memory, copies and memset. Sizes are in bytes. */
+#ifndef CUASYNC_MEMORY_H
+#define CUASYNC_MEMORY_H
+
+#include "cuasync.h"
+
+int cuasync_mem_alloc(CUdeviceptr *ptr, size_t bytes, char *err, size_t errlen);
+int cuasync_mem_free(CUdeviceptr ptr, char *err, size_t errlen);
+int cuasync_mem_alloc_host(void **ptr, size_t bytes, char *err, size_t errlen);
+int cuasync_mem_free_host(void *ptr, char *err, size_t errlen);
+int cuasync_mem_htod(CUdeviceptr dst, const void *src, size_t bytes, char *err, size_t errlen);
+int cuasync_mem_dtoh(void *dst, CUdeviceptr src, size_t bytes, char *err, size_t errlen);
+int cuasync_mem_dtod(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream,
+                     char *err, size_t errlen);
+int cuasync_mem_set8(CUdeviceptr dst, unsigned char value, size_t bytes, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,98 @@
+/* cuasync_module.c — modules, kernels and what the driver knows about them. */
+#define CUASYNC_INTERNAL
+#include <string.h>
+
+#include "cuasync_api.h"
+#include "cuasync_error.h"
+#include "cuasync_loader.h"
+#include "cuasync_module.h"
+
+#define READY() do { int rc_ = cuasync_driver_init(err, errlen); if (rc_) return rc_; } while (0)
+
+int cuasync_module_load(CUmodule *mod, const void *image, const char *what, char *err, size_t errlen)
+{
+    READY();
+    CUASYNC_CU(cuModuleLoadData, (mod, image), err, errlen, "loading program %s", what);
+    return CUASYNC_OK;
+}
+
+int cuasync_module_unload(CUmodule mod, char *err, size_t errlen)
+{
+    READY();
+    CUASYNC_CU(cuModuleUnload, (mod), err, errlen, "unloading a module");
+    return CUASYNC_OK;
+}
+
+int cuasync_module_function(CUfunction *fn, CUmodule mod, const char *name, const char *what,
+                            char *err, size_t errlen)
+{
+    READY();
+    CUASYNC_CU(cuModuleGetFunction, (fn, mod, name), err, errlen, "looking up kernel '%s' in program %s",
+               name, what);
+    return CUASYNC_OK;
+}
+
+int cuasync_func_attributes(CUfunction fn, cuasync_func_attrs *out, const char *name,
+                            char *err, size_t errlen)
+{
+    static const struct { int attrib; size_t offset; } attrs[] = {
+        { 4, offsetof(cuasync_func_attrs, regs) },
+        { 1, offsetof(cuasync_func_attrs, static_smem) },
+        { 2, offsetof(cuasync_func_attrs, const_bytes) },
+        { 3, offsetof(cuasync_func_attrs, local_bytes) },
+        { 0, offsetof(cuasync_func_attrs, max_threads) },
+        { 8, offsetof(cuasync_func_attrs, max_dynamic_smem) },
+        { 5, offsetof(cuasync_func_attrs, ptx_version) },
+        { 6, offsetof(cuasync_func_attrs, binary_version) },
+        { 10, offsetof(cuasync_func_attrs, cluster_size_must_be_set) },
+        { 11, offsetof(cuasync_func_attrs, required_cluster[0]) },
+        { 12, offsetof(cuasync_func_attrs, required_cluster[1]) },
+        { 13, offsetof(cuasync_func_attrs, required_cluster[2]) },
+        { 14, offsetof(cuasync_func_attrs, non_portable_cluster_allowed) },
+    };
+    size_t i;
+    READY();
+    memset(out, 0, sizeof *out);
+    for (i = 0; i < sizeof attrs / sizeof attrs[0]; i++)
+        CUASYNC_CU(cuFuncGetAttribute, ((int *)((char *)out + attrs[i].offset), attrs[i].attrib, fn),
+                   err, errlen, "reading attribute %d of kernel '%s'", attrs[i].attrib, name);
+    return CUASYNC_OK;
+}
+
+int cuasync_func_set_attribute(CUfunction fn, int attrib, int value, const char *what,
+                               char *err, size_t errlen)
+{
+    READY();
+    CUASYNC_CU(cuFuncSetAttribute, (fn, attrib, value), err, errlen, "%s", what);
+    return CUASYNC_OK;
+}
+
+int cuasync_func_params(CUfunction fn, int max, unsigned long long *offsets, unsigned long long *sizes,
+                        int *count, const char *name, char *err, size_t errlen)
+{
+    int i;
+    READY();
+    *count = -1;
+    if (!cuasync_cu.cuFuncGetParamInfo) return CUASYNC_OK;
+    for (i = 0;; i++) {
+        size_t off = 0, size = 0;
+        CUresult r = cuasync_cu.cuFuncGetParamInfo(fn, (size_t)i, &off, &size);
+        if (r == 1 /* CUDA_ERROR_INVALID_VALUE: past the last parameter */) break;
+        if (r != 0)
+            return cuasync_fail_cu(err, errlen, "cuFuncGetParamInfo", r,
+                                   "reading parameter %d of kernel '%s'", i, name);
+        if (i < max) { offsets[i] = off; sizes[i] = size; }
+    }
+    *count = i;
+    return CUASYNC_OK;
+}
+
+int cuasync_func_occupancy(CUfunction fn, int block_threads, size_t dynamic_smem, int *blocks,
+                           const char *name, char *err, size_t errlen)
+{
+    READY();
+    CUASYNC_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor, (blocks, fn, block_threads, dynamic_smem),
+               err, errlen, "computing the occupancy of kernel '%s' (%d threads, %zu bytes of dynamic "
+               "shared memory)", name, block_threads, dynamic_smem);
+    return CUASYNC_OK;
+}

@@ -1,0 +1,55 @@
+/* cuasync_types.h — the CUDA driver types cuasync uses, declared here so that libcuasync
+ * builds without the toolkit's cuda.h (the driver is dlopen'ed, never linked).
+ * spec/abi_spec.lua checks these layouts against the real cuda.h. */
+#ifndef CUASYNC_TYPES_H
+#define CUASYNC_TYPES_H
+
+#include <stddef.h>
+
+typedef int CUresult;                 /* enum cudaError_enum: 0 is CUDA_SUCCESS */
+typedef int CUdevice;
+typedef unsigned long long CUdeviceptr;
+typedef struct CUctx_st *CUcontext;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
+typedef struct CUstream_st *CUstream;
+typedef struct CUevent_st *CUevent;
+
+/* CUlaunchAttributeValue is a 64-byte union; cuasync sets only the members named here. The real
+ * one holds pointers (CUevent), hence 8-byte alignment: align_as_pointer keeps that. */
+typedef union CUlaunchAttributeValue_union {
+    char pad[64];
+    struct { unsigned int x, y, z; } clusterDim;
+    int clusterSchedulingPolicyPreference;
+    int cooperative;
+    int priority;
+    void *align_as_pointer;
+} CUlaunchAttributeValue;
+
+typedef struct CUlaunchAttribute_st {
+    int id;                           /* CUlaunchAttributeID */
+    char pad[4];
+    CUlaunchAttributeValue value;
+} CUlaunchAttribute;
+
+typedef struct CUlaunchConfig_st {
+    unsigned int gridDimX, gridDimY, gridDimZ;
+    unsigned int blockDimX, blockDimY, blockDimZ;
+    unsigned int sharedMemBytes;
+    CUstream hStream;
+    CUlaunchAttribute *attrs;
+    unsigned int numAttrs;
+} CUlaunchConfig;
+
+/* Opaque, 128 bytes: what cuTensorMapEncode* fills and kernels take by value (as a 64-byte aligned
+ * parameter). CUDA 13's cuda.h aligns the host struct to 128 bytes (CUDA 12: 64); we follow it. */
+typedef struct CUtensorMap_st {
+    __attribute__((aligned(128))) unsigned long long opaque[16];
+} CUtensorMap;
+
+enum {
+    CUASYNC_CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4,
+    CUASYNC_CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE = 5
+};
+
+#endif

@@ -1,0 +1,96 @@
+-- The struct layouts the FFI shares with the driver, checked three ways: the toolkit's cuda.h
+-- (compiled here with cc), native/cuasync_types.h (what libcuasync was built with), and LuaJIT's
+-- ffi.sizeof/ffi.offsetof of the cdef.
+local ffi = require("ffi")
+require("cuasync")
+
+local cuda_home = os.getenv("CUDA_HOME") or "/usr/local/cuda"
+local have_cuda_h = io.open(cuda_home .. "/include/cuda.h") ~= nil
+
+local FIELDS = {
+  { "CUlaunchConfig", nil }, { "CUlaunchConfig", "gridDimX" }, { "CUlaunchConfig", "blockDimZ" },
+  { "CUlaunchConfig", "sharedMemBytes" }, { "CUlaunchConfig", "hStream" }, { "CUlaunchConfig", "attrs" },
+  { "CUlaunchConfig", "numAttrs" },
+  { "CUlaunchAttribute", nil }, { "CUlaunchAttribute", "id" }, { "CUlaunchAttribute", "value" },
+  { "CUlaunchAttributeValue", nil }, { "CUlaunchAttributeValue", "clusterDim" },
+  { "CUlaunchAttributeValue", "clusterSchedulingPolicyPreference" },
+  { "CUtensorMap", nil },
+}
+
+local function program(include)
+  local lines = { "#include <stdio.h>", "#include <stddef.h>", include, "int main(void) {" }
+  for _, f in ipairs(FIELDS) do
+    if f[2] then
+      lines[#lines + 1] = ('printf("%s.%s %%zu\\n", offsetof(%s, %s));'):format(f[1], f[2], f[1], f[2])
+    else
+      lines[#lines + 1] = ('printf("%s %%zu %%zu\\n", sizeof(%s), _Alignof(%s));'):format(f[1], f[1], f[1])
+    end
+  end
+  lines[#lines + 1] = "return 0; }"
+  return table.concat(lines, "\n")
+end
+
+local function run_c(src, flags)
+  local base = os.tmpname()
+  local f = assert(io.open(base .. ".c", "w"))
+  f:write(src)
+  f:close()
+  local cmd = ("cc -std=c11 %s -o %s %s.c 2>&1 && %s"):format(flags, base, base, base)
+  local p = io.popen(cmd)
+  local out = p:read("*a")
+  p:close()
+  os.remove(base .. ".c"); os.remove(base)
+  local t = {}
+  for k, v in out:gmatch("(%S+) ([%d ]+)\n") do t[k] = v end
+  return t, out
+end
+
+local function lua_side()
+  local t = {}
+  for _, f in ipairs(FIELDS) do
+    if f[2] then
+      t[f[1] .. "." .. f[2]] = tostring(ffi.offsetof(f[1], f[2]))
+    else
+      t[f[1]] = ("%d %d"):format(ffi.sizeof(f[1]), ffi.alignof(f[1]))
+    end
+  end
+  return t
+end
+
+describe("ABI", function()
+  local pending_ = pending
+  local it_cuda = have_cuda_h and it or function(name) pending_(name .. " [skipped: no " .. cuda_home .. "/include/cuda.h]") end
+
+  it_cuda("CUlaunchConfig, CUlaunchAttribute and CUtensorMap match the toolkit's cuda.h", function()
+    local real, out = run_c(program("#include <cuda.h>"), "-I" .. cuda_home .. "/include")
+    assert.is_not_nil(real.CUtensorMap, out)
+    local mine = lua_side()
+    for k, v in pairs(real) do assert.equal(v, mine[k], k) end
+    assert.equal(128, tonumber(real.CUtensorMap:match("^(%d+)")))
+  end)
+
+  it("native/cuasync_types.h has the layout the FFI uses", function()
+    local native, out = run_c(program('#include "cuasync_types.h"'), "-Inative")
+    assert.is_not_nil(native.CUlaunchConfig, out)
+    local mine = lua_side()
+    for k, v in pairs(native) do assert.equal(v, mine[k], k) end
+  end)
+
+  it("cuasync_device_props and cuasync_func_attrs match the native build", function()
+    local src = [[
+#include <stdio.h>
+#include <stddef.h>
+#include "cuasync_device.h"
+#include "cuasync_module.h"
+int main(void) {
+  printf("props %zu %zu %zu %zu\n", sizeof(cuasync_device_props), offsetof(cuasync_device_props, max_grid),
+         offsetof(cuasync_device_props, cluster_launch), offsetof(cuasync_device_props, total_mem));
+  printf("attrs %zu %zu\n", sizeof(cuasync_func_attrs), offsetof(cuasync_func_attrs, required_cluster));
+  return 0; }
+]]
+    local t, out = run_c(src, "-Inative")
+    assert.equal(("%d %d %d %d"):format(ffi.sizeof("cuasync_device_props"), ffi.offsetof("cuasync_device_props", "max_grid"),
+      ffi.offsetof("cuasync_device_props", "cluster_launch"), ffi.offsetof("cuasync_device_props", "total_mem")), t.props, out)
+    assert.equal(("%d %d"):format(ffi.sizeof("cuasync_func_attrs"), ffi.offsetof("cuasync_func_attrs", "required_cluster")), t.attrs, out)
+  end)
+end)

@@ -1,0 +1,66 @@
+-- Shared by the specs: GPU detection (GPU specs skip, counted, where no device is found, and fail
+-- instead with CUASYNC_REQUIRE_GPU=1), fresh random data, subprocesses, a scratch cache dir.
+local ffi = require("ffi")
+local cuasync = require("cuasync")
+
+local H = {}
+
+pcall(ffi.cdef, "int memcmp(const void *a, const void *b, size_t n);")
+
+H.gpu, H.why = cuasync.available()
+if not H.gpu and os.getenv("CUASYNC_REQUIRE_GPU") == "1" then
+  error("CUASYNC_REQUIRE_GPU=1 but no GPU is usable: " .. tostring(H.why), 0)
+end
+
+-- gpu_it(it, pending): `it` where a GPU is present, else a pending spec saying why.
+function H.gpu_it(it, pending)
+  if H.gpu then return it end
+  return function(name) pending(name .. " [skipped: " .. tostring(H.why) .. "]") end
+end
+
+-- xorshift64*, seeded fresh each run: every check sees data it has not seen before.
+local state = ffi.new("uint64_t[1]", bit.bxor(os.time(), math.floor(tonumber(cuasync.now_ns()) % 2^31)) + 0x9E3779B97F4A7C15ULL)
+function H.seed() return state[0] end
+function H.random_u32()
+  local x = state[0]
+  x = bit.bxor(x, bit.rshift(x, 12)); x = bit.bxor(x, bit.lshift(x, 25)); x = bit.bxor(x, bit.rshift(x, 27))
+  state[0] = x
+  return tonumber(bit.rshift(x * 0x2545F4914F6CDD1DULL, 32))
+end
+
+-- n random bytes (n a multiple of 4 is fastest).
+function H.random_bytes(n)
+  local out = ffi.new("uint8_t[?]", n)
+  local words = math.floor(n / 4)
+  local w = ffi.cast("uint32_t *", out)
+  for i = 0, words - 1 do w[i] = H.random_u32() end
+  for i = words * 4, n - 1 do out[i] = H.random_u32() % 256 end
+  return out
+end
+
+-- Run a LuaJIT snippet in a new process with extra environment; returns ok, stdout+stderr.
+function H.luajit(code, env)
+  local prefix = {}
+  for k, v in pairs(env or {}) do prefix[#prefix + 1] = ("%s=%q"):format(k, v) end
+  local file = os.tmpname()
+  local f = assert(io.open(file, "w"))
+  f:write('package.path = "lua/?.lua;lua/?/init.lua;" .. package.path\n',
+          'package.cpath = "build/?.so;" .. package.cpath\n', code)
+  f:close()
+  local p = io.popen(("env %s luajit %s 2>&1; echo \"exit=$?\""):format(table.concat(prefix, " "), file))
+  local out = p:read("*a")
+  p:close()
+  os.remove(file)
+  local code_ = tonumber(out:match("exit=(%d+)%s*$"))
+  return code_ == 0, out:gsub("exit=%d+%s*$", "")
+end
+
+-- A fresh, empty directory.
+function H.tmpdir()
+  local d = os.tmpname()
+  os.remove(d)
+  assert(os.execute("mkdir -p " .. d) == 0 or true)
+  return d
+end
+
+return H

@@ -1,0 +1,88 @@
+-- Every kernel under kernels-src compiles for sm_90a, and its PTX holds the instructions it is
+-- meant to use: a silent fallback to ordinary loads fails here, on a machine without a GPU.
+local cuasync = require("cuasync")
+
+local EXPECT = {
+  ["copy_bulk.cu"] = {
+    "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes",
+    "cp.async.bulk.global.shared::cta.bulk_group",
+    "cp.async.bulk.commit_group", "cp.async.bulk.wait_group.read", "cp.async.bulk.wait_group 0",
+    "mbarrier.init.shared::cta.b64", "mbarrier.arrive.expect_tx.release.cta.shared::cta.b64",
+    "mbarrier.try_wait.parity.shared::cta.b64", "fence.mbarrier_init.release.cluster",
+  },
+}
+
+local function kernels()
+  local list, p = {}, io.popen("ls " .. cuasync.kernels_dir() .. "/*.cu")
+  for f in p:lines() do list[#list + 1] = f:match("([^/]+)$") end
+  p:close()
+  return list
+end
+
+describe("kernels-src", function()
+  it("every kernel has its expected instructions listed here", function()
+    for _, k in ipairs(kernels()) do assert.is_not_nil(EXPECT[k], k .. " has no PTX expectations in kernels_spec") end
+  end)
+
+  for _, k in ipairs(kernels()) do
+    it(k .. " compiles for sm_90a with the instructions it is about", function()
+      local prog = cuasync.program{ file = k, arch = "sm_90a" }
+      local ptx = prog:ptx()
+      assert.is_true(#prog:cubin() > 0)
+      for _, ins in ipairs(EXPECT[k] or {}) do
+        assert.truthy(ptx:find(ins, 1, true), k .. ": PTX lacks " .. ins)
+      end
+    end)
+  end
+
+  for _, stages in ipairs({ 1, 2, 3, 8 }) do
+    it("copy_bulk.cu compiles with STAGES = " .. stages, function()
+      local ptx = cuasync.program{ file = "copy_bulk.cu", arch = "sm_90a", defines = { STAGES = stages, CHUNK = 4096 } }:ptx()
+      assert.truthy(ptx:find("cp.async.bulk.wait_group.read " .. math.min(1, stages - 1), 1, true))
+    end)
+  end
+
+  it("copy_bulk.cu rejects a CHUNK that is not a multiple of 16", function()
+    assert.has.error(function()
+      cuasync.program{ file = "copy_bulk.cu", arch = "sm_90a", defines = { CHUNK = 100 } }:ptx()
+    end)
+    local ok, err = pcall(function() cuasync.program{ file = "copy_bulk.cu", arch = "sm_90a", defines = { CHUNK = 100 } }:ptx() end)
+    assert.is_false(ok)
+    assert.truthy(err:find("CHUNK must be a positive multiple of 16 bytes", 1, true), err)
+  end)
+
+  it("each device header compiles on its own", function()
+    for _, h in ipairs({ "mbarrier.cuh", "bulk.cuh", "cuasync.cuh" }) do
+      local src = "#include <cuasync/" .. h .. '>\nextern "C" __global__ void k() {}\n'
+      assert.is_true(#cuasync.program{ source = src, arch = "sm_90a" }:cubin() > 0, h)
+    end
+  end)
+
+  it("a wrapper that needs sm_90 says so when used for sm_80", function()
+    local src = '#include <cuasync/bulk.cuh>\nextern "C" __global__ void k() { cuasync::bulk::commit_group(); }\n'
+    local ok, err = pcall(function() cuasync.program{ source = src, arch = "sm_80" }:ptx() end)
+    assert.is_false(ok)
+    assert.truthy(err:find("cuasync: commit_group needs sm_90 (PTX ISA 8.0)", 1, true), err)
+    -- and including the header alone for sm_80 is fine
+    assert.is_true(#cuasync.program{ source = '#include <cuasync/cuasync.cuh>\nextern "C" __global__ void k() {}\n', arch = "sm_80" }:cubin() > 0)
+  end)
+
+  it("finds the toolkit's CCCL headers without -I", function()
+    local src = [[
+#include <cuda/barrier>
+#include <cuda/pipeline>
+#include <cuda/ptx>
+#include <cooperative_groups.h>
+extern "C" __global__ void k(int *out) {
+  __shared__ cuda::barrier<cuda::thread_scope_block> bar;
+  auto block = cooperative_groups::this_thread_block();
+  if (block.thread_rank() == 0) init(&bar, block.size());
+  block.sync();
+  bar.arrive_and_wait();
+  out[threadIdx.x] = 1;
+}
+]]
+    local prog = cuasync.program{ source = src, arch = "sm_90a" }
+    assert.truthy(prog:ptx():find("mbarrier", 1, true))
+  end)
+end)

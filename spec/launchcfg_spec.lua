@@ -1,0 +1,72 @@
+-- Launch configurations checked before the driver: against an sm_90 device's limits (no GPU needed)
+-- and a kernel's attributes.
+local cuasync = require("cuasync")
+local check = cuasync.check_launch
+local sm90 = cuasync.limits.sm_90
+local kattrs = { max_threads = 768, static_smem = 1024, required_cluster = { 0, 0, 0 } }
+
+describe("cuasync launch config", function()
+  it("normalizes dims", function()
+    local c = check({ grid = 132, block = { 128, 2 }, smem = 0 }, sm90)
+    assert.same({ 132, 1, 1 }, c.grid)
+    assert.same({ 128, 2, 1 }, c.block)
+    assert.equal(256, c.threads)
+    c = check({ grid = { 8, 2 }, block = 64, cluster = { 4, 2 } }, sm90)
+    assert.same({ 4, 2, 1 }, c.cluster)
+  end)
+
+  it("allows up to 16 blocks per cluster with non_portable", function()
+    local c = check({ grid = 32, block = 32, cluster = 16, non_portable = true }, sm90)
+    assert.same({ 16, 1, 1 }, c.cluster)
+  end)
+
+  local cases = {
+    { nil, "cuasync.launch: config must be a table {grid = ..., block = ...} (got nil)" },
+    { { block = 1 }, "cuasync.launch: grid is required" },
+    { { grid = 1 }, "cuasync.launch: block is required" },
+    { { grid = 1, block = 1, blocks = 2 }, "cuasync.launch: unknown field 'blocks' (fields: block, cluster, cluster_policy, grid, non_portable, smem, stream)" },
+    { { grid = 0, block = 1 }, "cuasync.launch: grid.x must be a positive integer (got 0)" },
+    { { grid = -4, block = 1 }, "cuasync.launch: grid.x must be a positive integer (got -4)" },
+    { { grid = 1.5, block = 1 }, "cuasync.launch: grid.x must be a positive integer (got 1.5)" },
+    { { grid = { 1, 0 }, block = 1 }, "cuasync.launch: grid.y must be a positive integer (got 0)" },
+    { { grid = { 1, 1, 1, 1 }, block = 1 }, "cuasync.launch: grid must have 1 to 3 dimensions (got 4)" },
+    { { grid = {}, block = 1 }, "cuasync.launch: grid must have 1 to 3 dimensions (got 0)" },
+    { { grid = "8", block = 1 }, "cuasync.launch: grid must be a number or {x[, y[, z]]} (got string)" },
+    { { grid = { 1, 70000 }, block = 1 }, "cuasync.launch: grid.y = 70000 exceeds the device's limit of 65535" },
+    { { grid = 1, block = 2048 }, "cuasync.launch: block.x = 2048 exceeds the device's limit of 1024" },
+    { { grid = 1, block = { 1, 1, 65 } }, "cuasync.launch: block.z = 65 exceeds the device's limit of 64" },
+    { { grid = 1, block = { 64, 32 } }, "cuasync.launch: block {64, 32, 1} has 2048 threads (at most 1024 per block on this device)" },
+    { { grid = 1, block = 1, smem = -1 }, "cuasync.launch: smem must be a non-negative integer number of bytes (got -1)" },
+    { { grid = 1, block = 1, smem = 232449 }, "cuasync.launch: smem = 232449 plus 0 bytes of static shared memory exceeds the device's 232448 bytes per block (smem_optin)" },
+    { { grid = 10, block = 1, cluster = 4 }, "cuasync.launch: grid.x = 10 is not divisible by cluster.x = 4 (the grid must be a whole number of clusters)" },
+    { { grid = { 4, 3 }, block = 1, cluster = { 2, 2 } }, "cuasync.launch: grid.y = 3 is not divisible by cluster.y = 2 (the grid must be a whole number of clusters)" },
+    { { grid = 16, block = 1, cluster = 16 }, "cuasync.launch: cluster {16, 1, 1} has 16 blocks (at most 8 portable; set non_portable = true for up to 16)" },
+    { { grid = 32, block = 1, cluster = 32, non_portable = true }, "cuasync.launch: cluster {32, 1, 1} has 32 blocks (at most 16, and more than 8 needs non_portable = true)" },
+    { { grid = 4, block = 1, cluster = 0 }, "cuasync.launch: cluster.x must be a positive integer (got 0)" },
+    { { grid = 4, block = 1, cluster = 2, non_portable = 1 }, "cuasync.launch: non_portable must be a boolean (got number)" },
+    { { grid = 4, block = 1, cluster = 2, cluster_policy = "fast" }, 'cuasync.launch: cluster_policy must be "default", "spread" or "load_balancing" (got "fast")' },
+    { { grid = 4, block = 1, cluster_policy = "spread" }, "cuasync.launch: cluster_policy needs cluster dims" },
+  }
+  for i, c in ipairs(cases) do
+    it("rejects bad config " .. i .. " before the driver", function()
+      assert.has.error(function() check(c[1], sm90) end, c[2])
+    end)
+  end
+
+  it("checks the kernel's own limits", function()
+    assert.has.error(function() check({ grid = 1, block = 1024 }, sm90, kattrs, "k") end,
+      "cuasync.launch: block {1024, 1, 1} has 1024 threads but kernel 'k' can run at most 768 per block (its register use limits it)")
+    assert.has.error(function() check({ grid = 1, block = 1, smem = 232448 }, sm90, kattrs, "k") end,
+      "cuasync.launch: smem = 232448 plus 1024 bytes of static shared memory exceeds the device's 232448 bytes per block (smem_optin)")
+    local fixed = { max_threads = 1024, static_smem = 0, required_cluster = { 2, 1, 1 } }
+    assert.has.error(function() check({ grid = 4, block = 1, cluster = 4 }, sm90, fixed, "k") end,
+      "cuasync.launch: cluster {4, 1, 1} differs from kernel 'k''s __cluster_dims__ {2, 1, 1}")
+  end)
+
+  it("refuses clusters on a device without them", function()
+    local old = { name = "sm_80 test device", max_threads_per_block = 1024, max_block = { 1024, 1024, 64 },
+                  max_grid = { 2147483647, 65535, 65535 }, smem_optin = 166912, cluster = false }
+    assert.has.error(function() check({ grid = 2, block = 1, cluster = 2 }, old) end,
+      "cuasync.launch: cluster launch needs a device that supports thread-block clusters (compute capability 9.0 or newer); sm_80 test device does not")
+  end)
+end)
