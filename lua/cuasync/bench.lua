@@ -1,5 +1,6 @@
 -- cuasync.bench(fn, { warmup = 3, reps = 20, stream = s }) -> { median, min, max, mean, times } in ms,
--- each rep timed between device events recorded around it.
+-- each rep timed between device events recorded around it. fn is called with no arguments, so a
+-- prepared launch can be passed as it is.
 local streams = require("cuasync.stream")
 local device = require("cuasync.device")
 local util = require("cuasync.util")
@@ -15,12 +16,12 @@ function M.bench(fn, opts)
   local reps = util.count("bench", "reps", opts.reps or 20, 2)
   local stream = opts.stream
   device.current()
-  for i = 1, warmup do fn(i) end
+  for _ = 1, warmup do fn() end
   local events = {}
   for i = 0, reps do events[i] = streams.event() end
   events[0]:record(stream)
   for i = 1, reps do
-    fn(i)
+    fn()
     events[i]:record(stream)
   end
   events[reps]:synchronize()

@@ -82,12 +82,21 @@ function Buffer:upload(src, bytes, offset)
   return self
 end
 
+-- A ctype and the VLA of it, built from the type's name: a "$[?]" template gave a wrongly sized
+-- array on the H200 run (LuaJIT 2.1.0-beta3 after other templates), and a heap overrun followed.
+local function element_type(where, ctype)
+  local ok, ct = pcall(ffi.typeof, ctype)
+  if not ok then util.fail(where, ("unknown ctype %s"):format(util.describe(ctype)), 3) end
+  local name = tostring(ct):match("^ctype<(.*)>$")
+  local ok2, vla = pcall(ffi.typeof, (name or "?") .. "[?]")
+  if not ok2 then util.fail(where, ("cannot make an array of %s"):format(tostring(ct)), 3) end
+  return ct, vla, name
+end
+
 -- :download([ctype[, n]]) -> a new cdata array ctype[n] (default uint8_t, the whole buffer).
 function Buffer:download(ctype, n)
   open_buffer("buffer.download", self)
-  ctype = ctype or "uint8_t"
-  local ok, ct = pcall(ffi.typeof, ctype)
-  if not ok then util.fail("buffer.download", ("unknown ctype %s"):format(util.describe(ctype))) end
+  local ct, vla = element_type("buffer.download", ctype or "uint8_t")
   local esize = ffi.sizeof(ct)
   if not esize or esize == 0 then util.fail("buffer.download", "ctype has no size") end
   local size = tonumber(self.nbytes)
@@ -96,7 +105,12 @@ function Buffer:download(ctype, n)
   if n * esize > size then
     util.fail("buffer.download", ("%d elements of %d bytes exceed the buffer's %d bytes"):format(n, esize, size))
   end
-  local out = ffi.new(ffi.typeof("$[?]", ct), n)
+  local out = ffi.new(vla, n)
+  -- the driver writes n * esize bytes here: never into an array of any other size
+  if ffi.sizeof(out) ~= n * esize then
+    error(("cuasync.buffer.download: internal error: %s[%d] has %d bytes, expected %d"):format(
+          tostring(ct), n, ffi.sizeof(out), n * esize), 2)
+  end
   if n > 0 then native.check(C.cuasync_mem_dtoh(out, self.ptr, n * esize, errbuf, ERRLEN)) end
   return out
 end
@@ -161,7 +175,8 @@ function HostBuffer:size() return tonumber(self.nbytes) end
 -- A typed pointer into the host buffer.
 function HostBuffer:as(ctype)
   if self.ptr == nil then util.fail("host_buffer.as", "the host buffer is closed") end
-  return ffi.cast(ffi.typeof("$*", ffi.typeof(ctype)), self.ptr)
+  local _, _, name = element_type("host_buffer.as", ctype)
+  return ffi.cast(name .. " *", self.ptr)
 end
 
 function HostBuffer:close()
