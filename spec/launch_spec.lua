@@ -130,6 +130,9 @@ describe("kernel launch", function()
       for (unsigned i = threadIdx.x; i < n; i += blockDim.x) s[i] = i;
       __syncthreads(); if (threadIdx.x == 0) out[0] = s[n - 1]; }]]
     local k = cuasync.program{ source = src }:compile():kernel("big", "ptr")
+    -- occupancy above 48 KiB must opt in first, even before any launch did
+    assert.equal(1, k:occupancy(256, 200 * 1024))
+    assert.equal(0, k:occupancy(256, k.device.smem_optin + 1))
     local out = cuasync.alloc(4)
     out:fill(0)
     k:launch({ grid = 1, block = 256, smem = 200 * 1024 }, out)

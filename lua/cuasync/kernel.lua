@@ -80,15 +80,22 @@ function Kernel:set_attribute(attrib, value, what)
   native.check(C.cuasync_func_set_attribute(self.fn, attrib, value, what, errbuf, ERRLEN))
 end
 
+-- Dynamic shared memory above the default limit (48 KiB) needs the kernel's opt-in attribute
+-- raised first, for launches and for occupancy queries alike.
+function Kernel:reserve_smem(smem, attrs)
+  attrs = attrs or self:attributes()
+  if smem > attrs.max_dynamic_smem then
+    self:set_attribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem,
+      ("raising kernel '%s''s dynamic shared memory limit to %d bytes"):format(self.name, smem))
+  end
+end
+
 -- The CUlaunchConfig (and its attribute array) for a checked config.
 function Kernel:launch_config(cfg)
   local attrs = self:attributes()
   local c = launchcfg.check(cfg, self.device:limits(), attrs, self.name)
   local stream = streams.handle(c.stream)
-  if c.smem > attrs.max_dynamic_smem then
-    self:set_attribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, c.smem,
-      ("raising kernel '%s''s dynamic shared memory limit to %d bytes"):format(self.name, c.smem))
-  end
+  self:reserve_smem(c.smem, attrs)
   if c.non_portable and not attrs.non_portable_cluster_allowed then
     self:set_attribute(CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1,
       ("allowing kernel '%s' non-portable cluster sizes"):format(self.name))
@@ -193,6 +200,9 @@ end
 function Kernel:occupancy(block_threads, smem)
   util.count("kernel.occupancy", "block_threads", block_threads)
   util.count("kernel.occupancy", "smem", smem or 0, 2, true)
+  local attrs = self:attributes()
+  if (smem or 0) + attrs.static_smem > self.device.smem_optin then return 0 end
+  self:reserve_smem(smem or 0, attrs)
   local n = ffi.new("int[1]")
   native.check(C.cuasync_func_occupancy(self.fn, block_threads, smem or 0, n, self.name, errbuf, ERRLEN))
   return n[0]
