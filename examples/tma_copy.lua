@@ -71,7 +71,11 @@ print(("%-28s %8.3f ms %8.1f GB/s   1.000"):format("cuMemcpyDtoD", base.median, 
 local best
 for _, st in ipairs(stage_list) do
   for _, ch in ipairs(chunk_list) do
-    local k = copy.bulk_kernel{ stages = st, chunk = ch, store_lag = opts.store_lag }
+    local fits, k = pcall(copy.bulk_kernel, { stages = st, chunk = ch, store_lag = opts.store_lag })
+    if not fits then
+      print(("copy_bulk stages=%d chunk=%d: skipped, %s"):format(st, ch, k))
+      goto next
+    end
     local run = k:prepare(dst, src, bytes)
     dst:fill(0xA5)
     run()
@@ -82,6 +86,7 @@ for _, st in ipairs(stage_list) do
     local ratio = base.median / r.median
     print(("%-28s %8.3f ms %8.1f GB/s   %.3f  (grid %d, verified)"):format(label, r.median, gbps(r.median), ratio, k:grid(bytes)))
     if not best or ratio > best.ratio then best = { label = label, ratio = ratio } end
+    ::next::
   end
 end
 print(("best: %s at %.3f of cuMemcpyDtoD"):format(best.label, best.ratio))
