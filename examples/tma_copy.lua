@@ -26,8 +26,12 @@ local ok, why = cuasync.available()
 if not ok then
   for _, st in ipairs(stage_list) do
     for _, ch in ipairs(chunk_list) do
-      local k = copy.bulk_kernel{ stages = st, chunk = ch, store_lag = opts.store_lag }
-      print(("compiled copy_bulk STAGES=%d CHUNK=%d for %s: cubin %d bytes"):format(st, ch, k.module.arch, #k.module:cubin()))
+      local fits, k = pcall(copy.bulk_kernel, { stages = st, chunk = ch, store_lag = opts.store_lag })
+      if fits then
+        print(("compiled copy_bulk STAGES=%d CHUNK=%d for %s: cubin %d bytes"):format(st, ch, k.module.arch, #k.module:cubin()))
+      else
+        print(("copy_bulk STAGES=%d CHUNK=%d: skipped, %s"):format(st, ch, k))
+      end
     end
   end
   print("launches skipped: " .. why)
