@@ -50,7 +50,7 @@ test: deps all
 	awk -f .ci/tap-summary.awk build/test.tap; exit $$rc
 
 run: deps all
-	$(LUA) examples/tma_copy.lua --stages 1,2,4,8
+	$(LUA) examples/tma_copy.lua --stages 2,4,8,10 --chunk 4096,16384
 
 install: all
 	mkdir -p $(DESTDIR)$(LUADIR)/cuasync/cdef $(DESTDIR)$(LUADIR)/cuasync/kernels-src/cuasync $(DESTDIR)$(LIBDIR)

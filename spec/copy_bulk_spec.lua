@@ -20,6 +20,22 @@ describe("copy_bulk", function()
       "cuasync.copy: stages * chunk = 262144 bytes of shared memory (plus 64 for barriers) exceeds the device's 232448 bytes per block (smem_optin)")
     assert.has.error(function() copy.bulk_kernel{ stages = 0 } end, "cuasync.copy: stages must be a positive integer (got 0)")
     assert.has.error(function() copy.bulk_kernel{ chunk = 100 } end, "cuasync.copy: chunk = 100 is not a multiple of 16 (cp.async.bulk moves 16-byte units)")
+    assert.has.error(function() copy.bulk_kernel{ inflight = 0 } end, "cuasync.copy: inflight must be a positive integer (got 0)")
+    assert.has.error(function() copy.bulk_kernel{ stage = 4 } end,
+      "cuasync.copy: unknown field 'stage' (fields: chunk, inflight, stages, store_lag)")
+  end)
+
+  gpu_it("sizes the grid to the ring bytes per SM it aims for, within residency and chunks #gpu", function()
+    local sms = cuasync.device(0).sms
+    local deep = copy.bulk_kernel{ stages = 10, chunk = 4096 }          -- 40 KiB: one ring per SM
+    assert.same({ sms, 1 }, { deep:grid(2 ^ 30) })
+    local shallow = copy.bulk_kernel{ stages = 1, chunk = 4096 }        -- 4 KiB rings: ten per SM
+    assert.same({ 10 * sms, 10 }, { shallow:grid(2 ^ 30) })
+    assert.same({ 5, 10 }, { shallow:grid(5 * 4096 - 16) })            -- never more blocks than chunks
+    local greedy = copy.bulk_kernel{ stages = 4, chunk = 32768, inflight = 2 ^ 30 }
+    local per_sm = greedy:kernel():occupancy(32, 4 * 32768)            -- capped by residency
+    assert.is_true(per_sm >= 1)
+    assert.same({ per_sm * sms, per_sm }, { greedy:grid(2 ^ 30) })
   end)
 
   for stages = 1, 8 do
