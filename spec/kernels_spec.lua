@@ -10,6 +10,40 @@ local EXPECT = {
     "mbarrier.init.shared::cta.b64", "mbarrier.arrive.expect_tx.release.cta.shared::cta.b64",
     "mbarrier.try_wait.parity.shared::cta.b64", "fence.mbarrier_init.release.cluster",
   },
+  ["stage_copy.cu"] = {
+    "cp.async.ca.shared.global [%r1], [%rd34], 4, p;",   -- ignore-src zero-fill
+    "cp.async.cg.shared.global", "cp.async.ca.shared.global", "cp.async.commit_group", "cp.async.wait_group 0",
+    "ld.global.v4.u32",                                   -- stage_sync: the ordinary-load baseline
+  },
+  ["block_async.cu"] = {
+    "cp.async.cg.shared.global", "cp.async.commit_group", "cp.async.wait_group 3",
+    "cp.async.mbarrier.arrive.noinc.shared::cta.b64", "mbarrier.test_wait.parity.shared::cta.b64",
+  },
+  ["split_arrive.cu"] = { "mbarrier.arrive.shared::cta.b64", "mbarrier.test_wait.parity.shared::cta.b64" },
+  ["warp_specialized.cu"] = {
+    "cp.async.cg.shared.global", "cp.async.mbarrier.arrive.noinc.shared::cta.b64",
+    "mbarrier.arrive.shared::cta.b64", "mbarrier.test_wait.parity.shared::cta.b64",
+  },
+  ["pipelines.cu"] = {
+    "cp.async.cg.shared.global", "cp.async.mbarrier.arrive.noinc.shared::cta.b64",
+    "mbarrier.try_wait.parity.shared::cta.b64", "elect.sync",
+    "mbarrier.arrive.expect_tx.release.cta.shared::cta.b64",
+    "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes",
+  },
+  ["libcudacxx_pipelines.cu"] = {   -- what libcu++ lowers cuda::memcpy_async to on sm_90
+    "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes", "cp.async.cg.shared.global",
+    "cp.async.mbarrier.arrive", "mbarrier.try_wait",
+  },
+  ["bulk_add_one.cu"] = {
+    "elect.sync", "mbarrier.arrive.expect_tx.release.cta.shared::cta.b64",
+    "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes", "fence.proxy.async.shared::cta",
+    "cp.async.bulk.global.shared::cta.bulk_group", "cp.async.bulk.wait_group.read 0", "cp.async.bulk.wait_group 0",
+  },
+  ["bulk_reduce.cu"] = {
+    "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.u32",
+    "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32",
+    "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes", "cp.async.bulk.wait_group.read 0",
+  },
 }
 
 local function kernels()
@@ -52,7 +86,7 @@ describe("kernels-src", function()
   end)
 
   it("each device header compiles on its own", function()
-    for _, h in ipairs({ "mbarrier.cuh", "bulk.cuh", "cuasync.cuh" }) do
+    for _, h in ipairs({ "mbarrier.cuh", "cp_async.cuh", "bulk.cuh", "tma.cuh", "pipeline.cuh", "cuasync.cuh" }) do
       local src = "#include <cuasync/" .. h .. '>\nextern "C" __global__ void k() {}\n'
       assert.is_true(#cuasync.program{ source = src, arch = "sm_90a" }:cubin() > 0, h)
     end

@@ -2,4 +2,7 @@
 #pragma once
 
 #include <cuasync/mbarrier.cuh>
+#include <cuasync/cp_async.cuh>
 #include <cuasync/bulk.cuh>
+#include <cuasync/tma.cuh>
+#include <cuasync/pipeline.cuh>

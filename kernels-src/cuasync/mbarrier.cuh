@@ -1,7 +1,8 @@
 // cuasync/mbarrier.cuh — the shared-memory mbarrier (PTX ISA "Parallel synchronization:
 // mbarrier"). A barrier is 8 bytes, 8-byte aligned, in shared memory; it counts arrivals and
 // transaction bytes, completes a phase when both reach zero, and flips its phase parity.
-// Compiled by NVRTC with no host headers.
+// Compiled by NVRTC with no host headers. The ISA versions below are the instruction's; the
+// .shared::cta spelling of its state space needs PTX ISA 7.8 (NVRTC 12+ emits 8.x or newer).
 #pragma once
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
@@ -40,7 +41,118 @@ __device__ __forceinline__ unsigned long long arrive(mbarrier_t *bar)
     return state;
 }
 
+// mbarrier.arrive_drop.shared::cta.b64 state, [addr];                  // PTX ISA 7.0, sm_80
+// Arrive and lower the expected arrival count of every later phase by one: a thread that leaves.
+__device__ __forceinline__ unsigned long long arrive_drop(mbarrier_t *bar)
+{
+    unsigned long long state;
+    asm volatile("mbarrier.arrive_drop.shared::cta.b64 %0, [%1];" : "=l"(state) : "r"(smem_addr(bar)) : "memory");
+    return state;
+}
+
+// mbarrier.test_wait.shared::cta.b64 p, [addr], state;                 // PTX ISA 7.0, sm_80
+// True once the phase that `state` (an arrive's token) belongs to has completed. Never blocks.
+__device__ __forceinline__ bool test_wait(mbarrier_t *bar, unsigned long long state)
+{
+    unsigned done;
+    asm volatile("{\n\t.reg .pred p;\n\t"
+                 "mbarrier.test_wait.shared::cta.b64 p, [%1], %2;\n\t"
+                 "selp.u32 %0, 1, 0, p;\n\t}"
+                 : "=r"(done) : "r"(smem_addr(bar)), "l"(state) : "memory");
+    return done != 0;
+}
+
+// mbarrier.test_wait.parity.shared::cta.b64 p, [addr], parity;         // PTX ISA 7.1, sm_80
+__device__ __forceinline__ bool test_wait_parity(mbarrier_t *bar, unsigned parity)
+{
+    unsigned done;
+    asm volatile("{\n\t.reg .pred p;\n\t"
+                 "mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
+                 "selp.u32 %0, 1, 0, p;\n\t}"
+                 : "=r"(done) : "r"(smem_addr(bar)), "r"(parity) : "memory");
+    return done != 0;
+}
+
+// mbarrier.pending_count.b64 count, state;                             // PTX ISA 7.0, sm_80
+// Arrivals still pending in the phase `state` was taken from (at the time of that arrive).
+__device__ __forceinline__ unsigned pending_count(unsigned long long state)
+{
+    unsigned count;
+    asm volatile("mbarrier.pending_count.b64 %0, %1;" : "=r"(count) : "l"(state));
+    return count;
+}
+
 #if __CUDA_ARCH__ >= 900
+// mbarrier.arrive.shared::cta.b64 state, [addr], count;                // PTX ISA 7.8, sm_90
+// count arrivals at once (1 .. 2^20-1).
+__device__ __forceinline__ unsigned long long arrive(mbarrier_t *bar, unsigned count)
+{
+    unsigned long long state;
+    asm volatile("mbarrier.arrive.shared::cta.b64 %0, [%1], %2;" : "=l"(state) : "r"(smem_addr(bar)), "r"(count) : "memory");
+    return state;
+}
+
+// mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [addr], tx;           // PTX ISA 8.0, sm_90
+// Raise the current phase's expected transaction bytes without arriving.
+__device__ __forceinline__ void expect_tx(mbarrier_t *bar, unsigned tx_bytes)
+{
+    asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;" :: "r"(smem_addr(bar)), "r"(tx_bytes) : "memory");
+}
+
+// mbarrier.complete_tx.relaxed.cta.shared::cta.b64 [addr], tx;         // PTX ISA 8.0, sm_90
+// Mark tx transaction bytes done, as a copy's complete_tx would (without moving data).
+__device__ __forceinline__ void complete_tx(mbarrier_t *bar, unsigned tx_bytes)
+{
+    asm volatile("mbarrier.complete_tx.relaxed.cta.shared::cta.b64 [%0], %1;" :: "r"(smem_addr(bar)), "r"(tx_bytes) : "memory");
+}
+
+// mbarrier.try_wait.shared::cta.b64 p, [addr], state;                  // PTX ISA 7.8, sm_90
+// Like test_wait, but may suspend the thread for a system-dependent time first.
+__device__ __forceinline__ bool try_wait(mbarrier_t *bar, unsigned long long state)
+{
+    unsigned done;
+    asm volatile("{\n\t.reg .pred p;\n\t"
+                 "mbarrier.try_wait.shared::cta.b64 p, [%1], %2;\n\t"
+                 "selp.u32 %0, 1, 0, p;\n\t}"
+                 : "=r"(done) : "r"(smem_addr(bar)), "l"(state) : "memory");
+    return done != 0;
+}
+
+// mbarrier.try_wait.shared::cta.b64 p, [addr], state, suspend_ns;      // PTX ISA 7.8, sm_90
+// With a hint of how long (ns) the thread may be suspended waiting.
+__device__ __forceinline__ bool try_wait(mbarrier_t *bar, unsigned long long state, unsigned suspend_ns)
+{
+    unsigned done;
+    asm volatile("{\n\t.reg .pred p;\n\t"
+                 "mbarrier.try_wait.shared::cta.b64 p, [%1], %2, %3;\n\t"
+                 "selp.u32 %0, 1, 0, p;\n\t}"
+                 : "=r"(done) : "r"(smem_addr(bar)), "l"(state), "r"(suspend_ns) : "memory");
+    return done != 0;
+}
+
+// mbarrier.try_wait.parity.shared::cta.b64 p, [addr], parity, suspend_ns;   // PTX ISA 7.8, sm_90
+__device__ __forceinline__ bool try_wait_parity(mbarrier_t *bar, unsigned parity, unsigned suspend_ns)
+{
+    unsigned done;
+    asm volatile("{\n\t.reg .pred p;\n\t"
+                 "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2, %3;\n\t"
+                 "selp.u32 %0, 1, 0, p;\n\t}"
+                 : "=r"(done) : "r"(smem_addr(bar)), "r"(parity), "r"(suspend_ns) : "memory");
+    return done != 0;
+}
+
+// mapa.shared::cluster.u32 remote, addr, cta;                          // PTX ISA 7.8, sm_90
+// mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];     // PTX ISA 8.0, sm_90
+// Arrive on the barrier at the same shared-memory offset in block cta_rank of this cluster
+// (a consumer releasing a stage to the block that multicast into it).
+__device__ __forceinline__ void arrive_cluster(mbarrier_t *bar, unsigned cta_rank)
+{
+    asm volatile("{\n\t.reg .b32 remote;\n\t"
+                 "mapa.shared::cluster.u32 remote, %0, %1;\n\t"
+                 "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n\t}"
+                 :: "r"(smem_addr(bar)), "r"(cta_rank) : "memory");
+}
+
 // fence.mbarrier_init.release.cluster;                                 // PTX ISA 8.0, sm_90
 // Makes the inits above visible to the async proxy (bulk copies complete_tx on them) and to the
 // cluster. Call once after the inits, before any thread or copy uses the barriers.
@@ -84,10 +196,30 @@ __device__ __forceinline__ void wait_parity(mbarrier_t *bar, unsigned parity)
     while (!try_wait_parity(bar, parity)) {}
 #endif
 }
+
+// Wait for the phase `state` (an arrive's token) belongs to; CUASYNC_WAIT_LIMIT as above.
+__device__ __forceinline__ void wait(mbarrier_t *bar, unsigned long long state)
+{
+#ifdef CUASYNC_WAIT_LIMIT
+    unsigned long long spins = 0;
+    while (!try_wait(bar, state))
+        if (++spins == (unsigned long long)(CUASYNC_WAIT_LIMIT)) __trap();
 #else
+    while (!try_wait(bar, state)) {}
+#endif
+}
+#else
+CUASYNC_NEEDS_SM90(arrive, mbarrier_t *, unsigned)
+CUASYNC_NEEDS_SM90(expect_tx, mbarrier_t *, unsigned)
+CUASYNC_NEEDS_SM90(complete_tx, mbarrier_t *, unsigned)
+CUASYNC_NEEDS_SM90(try_wait, mbarrier_t *, unsigned long long)
+CUASYNC_NEEDS_SM90(try_wait, mbarrier_t *, unsigned long long, unsigned)
+CUASYNC_NEEDS_SM90(arrive_cluster, mbarrier_t *, unsigned)
+CUASYNC_NEEDS_SM90(wait, mbarrier_t *, unsigned long long)
 CUASYNC_NEEDS_SM90(fence_init)
 CUASYNC_NEEDS_SM90(arrive_expect_tx, mbarrier_t *, unsigned)
 CUASYNC_NEEDS_SM90(try_wait_parity, mbarrier_t *, unsigned)
+CUASYNC_NEEDS_SM90(try_wait_parity, mbarrier_t *, unsigned, unsigned)
 CUASYNC_NEEDS_SM90(wait_parity, mbarrier_t *, unsigned)
 #endif
 
@@ -99,4 +231,21 @@ __device__ __forceinline__ void inval(mbarrier_t *bar)
 }
 
 } // namespace mbarrier
+
+// Where a ring of Stages barriers stands: the stage index and the parity of the phase to wait
+// for there, flipped each time the index wraps. A consumer starts at phase 0; a producer waiting
+// for empty slots starts at phase 1, so its first pass finds every (fresh) slot already free.
+template <int Stages>
+struct stage_state {
+    static_assert(Stages >= 1, "cuasync: a ring needs at least one stage");
+    int index;
+    unsigned phase;
+    __device__ static stage_state consumer_start() { return stage_state{0, 0u}; }
+    __device__ static stage_state producer_start() { return stage_state{0, 1u}; }
+    __device__ void advance()
+    {
+        if (++index == Stages) { index = 0; phase ^= 1u; }
+    }
+};
+
 } // namespace cuasync

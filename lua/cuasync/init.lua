@@ -9,6 +9,8 @@ local bench = require("cuasync.bench")
 local cache = require("cuasync.cache")
 local launchcfg = require("cuasync.launchcfg")
 local signature = require("cuasync.signature")
+local copy = require("cuasync.copy")
+local patterns = require("cuasync.patterns")
 
 local C = native.C
 
@@ -33,6 +35,8 @@ local M = {
   stream = streams.stream,
   event = streams.event,
   bench = bench.bench,
+  copy = copy,
+  patterns = patterns,
   cache = { stats = cache.stats, dir = cache.dir, clear_memory = cache.clear_memory },
 }
 

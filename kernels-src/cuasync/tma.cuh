@@ -1,0 +1,105 @@
+// cuasync/tma.cuh — tensor copies (cp.async.bulk.tensor, the TMA unit with a tensor map) in tile
+// mode, 1D to 5D. The tensor map is built on the host (cuasync.tensormap) and passed by value as
+// a `const __grid_constant__ cuasync::tensormap` kernel parameter; its address is what the
+// instructions take. Coordinates are element indices, innermost first; a box that hangs over
+// the tensor's edge loads the map's OOB fill, and a store clips there. The shared-memory side
+// must be 128-byte aligned (1024 for the 128B swizzle).
+#pragma once
+
+#include <cuasync/mbarrier.cuh>
+
+namespace cuasync {
+
+// The 128-byte opaque CUtensorMap, 64-byte aligned as a kernel parameter must be.
+struct __align__(64) tensormap { unsigned long long opaque[16]; };
+
+namespace tma {
+
+#if __CUDA_ARCH__ >= 900
+
+// Every wrapper below passes its operands in one order, so that one coordinate list serves all:
+// %0 shared address, %1 mbarrier, %2 CTA mask, %3 tensor map, %4.. coordinates (c0 innermost).
+#define CUASYNC_TMA_C1 "{%4}"
+#define CUASYNC_TMA_C2 "{%4, %5}"
+#define CUASYNC_TMA_C3 "{%4, %5, %6}"
+#define CUASYNC_TMA_C4 "{%4, %5, %6, %7}"
+#define CUASYNC_TMA_C5 "{%4, %5, %6, %7, %8}"
+
+#define CUASYNC_TMA_OPS(saddr, baddr, mask, map, ...) \
+    "r"(saddr), "r"(baddr), "h"(mask), "l"(map), __VA_ARGS__
+#define CUASYNC_UNPAREN(...) __VA_ARGS__
+
+#define CUASYNC_TMA_FAMILY(N, PARAMS, ...)                                                            \
+    /* cp.async.bulk.tensor.Nd.shared::cluster.global.tile.mbarrier::complete_tx::bytes              \
+           [dst], [map, {c..}], [mbar];                                     PTX ISA 8.0, sm_90 */    \
+    __device__ __forceinline__ void load(void *smem_dst, const tensormap *map, mbarrier_t *bar, CUASYNC_UNPAREN PARAMS) \
+    {                                                                                                 \
+        asm volatile("cp.async.bulk.tensor." #N "d.shared::cluster.global.tile.mbarrier::complete_tx::bytes" \
+                     " [%0], [%3, " CUASYNC_TMA_C##N "], [%1];"                                       \
+                     :: CUASYNC_TMA_OPS(smem_addr(smem_dst), smem_addr(bar), (unsigned short)0, map, __VA_ARGS__) \
+                     : "memory");                                                                     \
+    }                                                                                                 \
+    /* ... .multicast::cluster [dst], [map, {c..}], [mbar], cta_mask;      PTX ISA 8.0, sm_90a */    \
+    __device__ __forceinline__ void load_multicast(void *smem_dst, const tensormap *map, mbarrier_t *bar, \
+                                                   unsigned short cta_mask, CUASYNC_UNPAREN PARAMS)                   \
+    {                                                                                                 \
+        asm volatile("cp.async.bulk.tensor." #N "d.shared::cluster.global.tile.mbarrier::complete_tx::bytes" \
+                     ".multicast::cluster [%0], [%3, " CUASYNC_TMA_C##N "], [%1], %2;"               \
+                     :: CUASYNC_TMA_OPS(smem_addr(smem_dst), smem_addr(bar), cta_mask, map, __VA_ARGS__)       \
+                     : "memory");                                                                     \
+    }                                                                                                 \
+    /* cp.async.bulk.tensor.Nd.global.shared::cta.tile.bulk_group [map, {c..}], [src];               \
+                                                                            PTX ISA 8.0, sm_90 */    \
+    __device__ __forceinline__ void store(const tensormap *map, const void *smem_src, CUASYNC_UNPAREN PARAMS)          \
+    {                                                                                                 \
+        asm volatile("cp.async.bulk.tensor." #N "d.global.shared::cta.tile.bulk_group"               \
+                     " [%3, " CUASYNC_TMA_C##N "], [%0];"                                             \
+                     :: CUASYNC_TMA_OPS(smem_addr(smem_src), 0u, (unsigned short)0, map, __VA_ARGS__)          \
+                     : "memory");                                                                     \
+    }                                                                                                 \
+    /* cp.reduce.async.bulk.tensor.Nd.global.shared::cta.add.tile.bulk_group [map, {c..}], [src];    \
+                                                                            PTX ISA 8.0, sm_90 */    \
+    __device__ __forceinline__ void reduce_add(const tensormap *map, const void *smem_src, CUASYNC_UNPAREN PARAMS)     \
+    {                                                                                                 \
+        asm volatile("cp.reduce.async.bulk.tensor." #N "d.global.shared::cta.add.tile.bulk_group"    \
+                     " [%3, " CUASYNC_TMA_C##N "], [%0];"                                             \
+                     :: CUASYNC_TMA_OPS(smem_addr(smem_src), 0u, (unsigned short)0, map, __VA_ARGS__)          \
+                     : "memory");                                                                     \
+    }                                                                                                 \
+    /* cp.async.bulk.prefetch.tensor.Nd.L2.global.tile [map, {c..}];       PTX ISA 8.0, sm_90 */     \
+    __device__ __forceinline__ void prefetch(const tensormap *map, CUASYNC_UNPAREN PARAMS)                            \
+    {                                                                                                 \
+        asm volatile("cp.async.bulk.prefetch.tensor." #N "d.L2.global.tile [%3, " CUASYNC_TMA_C##N "];" \
+                     :: CUASYNC_TMA_OPS(0u, 0u, (unsigned short)0, map, __VA_ARGS__)         \
+                     : "memory");                                                                     \
+    }
+
+CUASYNC_TMA_FAMILY(1, (int c0), "r"(c0))
+CUASYNC_TMA_FAMILY(2, (int c0, int c1), "r"(c0), "r"(c1))
+CUASYNC_TMA_FAMILY(3, (int c0, int c1, int c2), "r"(c0), "r"(c1), "r"(c2))
+CUASYNC_TMA_FAMILY(4, (int c0, int c1, int c2, int c3), "r"(c0), "r"(c1), "r"(c2), "r"(c3))
+CUASYNC_TMA_FAMILY(5, (int c0, int c1, int c2, int c3, int c4), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4))
+
+#undef CUASYNC_TMA_FAMILY
+#undef CUASYNC_TMA_OPS
+#undef CUASYNC_UNPAREN
+
+// prefetch.tensormap [map];                                            // PTX ISA 8.0, sm_90
+// Fetch the descriptor itself ahead of the first copy that uses it.
+__device__ __forceinline__ void prefetch_map(const tensormap *map)
+{
+    asm volatile("prefetch.tensormap [%0];" :: "l"(map) : "memory");
+}
+
+#else
+// Tensor copies exist from sm_90 on: any use on an older target fails with this message.
+template <typename... A> __device__ void load(A...) { static_assert(sizeof...(A) == 0, "cuasync: tma::load needs sm_90 (PTX ISA 8.0)"); }
+template <typename... A> __device__ void load_multicast(A...) { static_assert(sizeof...(A) == 0, "cuasync: tma::load_multicast needs sm_90 (PTX ISA 8.0)"); }
+template <typename... A> __device__ void store(A...) { static_assert(sizeof...(A) == 0, "cuasync: tma::store needs sm_90 (PTX ISA 8.0)"); }
+template <typename... A> __device__ void reduce_add(A...) { static_assert(sizeof...(A) == 0, "cuasync: tma::reduce_add needs sm_90 (PTX ISA 8.0)"); }
+template <typename... A> __device__ void prefetch(A...) { static_assert(sizeof...(A) == 0, "cuasync: tma::prefetch needs sm_90 (PTX ISA 8.0)"); }
+template <typename... A> __device__ void prefetch_map(A...) { static_assert(sizeof...(A) == 0, "cuasync: tma::prefetch_map needs sm_90 (PTX ISA 8.0)"); }
+#endif
+
+} // namespace tma
+} // namespace cuasync
