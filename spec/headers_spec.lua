@@ -1,0 +1,126 @@
+-- kernels-src/cuasync/*.cuh: every wrapper, used once in one kernel compiled for sm_90a, emits the
+-- PTX its comment promises; the sm_90-only ones refuse an older target by name; a bulk reduction
+-- PTX does not have refuses to compile. All on the CPU (NVRTC only).
+local cuasync = require("cuasync")
+
+local ALL = [[
+#include <cuasync/cuasync.cuh>
+extern "C" __global__ void every_wrapper(const __grid_constant__ cuasync::tensormap map, unsigned *g, float *gf, long long *gs)
+{
+  __shared__ __align__(128) unsigned buf[1024];
+  __shared__ cuasync::mbarrier_t bar;
+  using namespace cuasync;
+  mbarrier::init(&bar, 1); mbarrier::fence_init();
+  auto st = mbarrier::arrive(&bar); mbarrier::arrive(&bar, 2u); mbarrier::arrive_drop(&bar);
+  mbarrier::arrive_expect_tx(&bar, 32); mbarrier::expect_tx(&bar, 16); mbarrier::complete_tx(&bar, 16);
+  g[0] = mbarrier::test_wait(&bar, st) + mbarrier::try_wait(&bar, st) + mbarrier::try_wait(&bar, st, 1000u)
+       + mbarrier::test_wait_parity(&bar, 0) + mbarrier::try_wait_parity(&bar, 0) + mbarrier::try_wait_parity(&bar, 0, 100u)
+       + mbarrier::pending_count(st);
+  mbarrier::arrive_cluster(&bar, 0); mbarrier::wait(&bar, st); mbarrier::wait_parity(&bar, 1);
+  cp_async::copy_ca<4>(buf, g); cp_async::copy_ca<8>(buf, g); cp_async::copy_ca<16>(buf, g); cp_async::copy_cg(buf, g);
+  cp_async::copy_ca_zfill<8>(buf, g, 4); cp_async::copy_cg_zfill(buf, g, 8); cp_async::copy_ca_ignore<4>(buf, g, true);
+  cp_async::copy_cg_prefetch<64>(buf, g); cp_async::copy_cg_prefetch<256>(buf, g);
+  cp_async::commit_group(); cp_async::wait_group<1>(); cp_async::wait_all();
+  cp_async::mbarrier_arrive(&bar); cp_async::mbarrier_arrive_noinc(&bar);
+  bulk::load(buf, g, 64, &bar); bulk::load_multicast(buf, g, 64, &bar, 3); bulk::copy_to_cluster(buf, buf + 64, 64, &bar, 1);
+  bulk::prefetch_l2(g, 256); bulk::store(g, buf, 64);
+  bulk::reduce_add(g, buf, 64); bulk::reduce_min((int *)g, (int *)buf, 64); bulk::reduce_max(gs, (long long *)buf, 64);
+  bulk::reduce_add(gf, (float *)buf, 64); bulk::reduce_add((double *)gs, (double *)buf, 64);
+  bulk::commit_group(); bulk::wait_group_read<0>(); bulk::wait_group<0>(); bulk::fence_proxy_async_shared();
+  if (bulk::elect_one()) g[1] = 1;
+  tma::prefetch_map(&map);
+  tma::load(buf, &map, &bar, 1); tma::load(buf, &map, &bar, 1, 2); tma::load(buf, &map, &bar, 1, 2, 3);
+  tma::load(buf, &map, &bar, 1, 2, 3, 4); tma::load(buf, &map, &bar, 1, 2, 3, 4, 5);
+  tma::load_multicast(buf, &map, &bar, 3, 1, 2);
+  tma::store(&map, buf, 1, 2, 3); tma::reduce_add(&map, buf, 1, 2, 3, 4); tma::prefetch(&map, 7, 8, 9, 10, 11);
+  stage_state<4> s = stage_state<4>::producer_start(); s.advance(); g[2] = s.phase + s.index;
+  mbarrier::inval(&bar);
+}
+]]
+
+local EXPECT = {
+  "mbarrier.init.shared::cta.b64", "fence.mbarrier_init.release.cluster",
+  "mbarrier.arrive.shared::cta.b64", "mbarrier.arrive_drop.shared::cta.b64",
+  "mbarrier.arrive.expect_tx.release.cta.shared::cta.b64", "mbarrier.expect_tx.relaxed.cta.shared::cta.b64",
+  "mbarrier.complete_tx.relaxed.cta.shared::cta.b64", "mbarrier.test_wait.shared::cta.b64",
+  "mbarrier.try_wait.shared::cta.b64", "mbarrier.test_wait.parity.shared::cta.b64",
+  "mbarrier.try_wait.parity.shared::cta.b64", "mbarrier.pending_count.b64", "mapa.shared::cluster.u32",
+  "mbarrier.arrive.release.cluster.shared::cluster.b64 _,", "mbarrier.inval.shared::cta.b64",
+  "cp.async.ca.shared.global", "cp.async.cg.shared.global", "], 4, p;",
+  "cp.async.cg.shared.global.L2::64B", "cp.async.cg.shared.global.L2::256B",
+  "cp.async.commit_group", "cp.async.wait_group 1", "cp.async.wait_all",
+  "cp.async.mbarrier.arrive.shared::cta.b64", "cp.async.mbarrier.arrive.noinc.shared::cta.b64",
+  "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [",
+  "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster",
+  "cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes",
+  "cp.async.bulk.prefetch.L2.global", "cp.async.bulk.global.shared::cta.bulk_group",
+  "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.u32", "cp.reduce.async.bulk.global.shared::cta.bulk_group.min.s32",
+  "cp.reduce.async.bulk.global.shared::cta.bulk_group.max.s64", "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32",
+  "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f64",
+  "cp.async.bulk.commit_group", "cp.async.bulk.wait_group.read 0", "cp.async.bulk.wait_group 0",
+  "fence.proxy.async.shared::cta", "elect.sync", "prefetch.tensormap",
+  "cp.async.bulk.tensor.1d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
+  "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
+  "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
+  "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
+  "cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
+  "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster",
+  "cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group",
+  "cp.reduce.async.bulk.tensor.4d.global.shared::cta.add.tile.bulk_group",
+  "cp.async.bulk.prefetch.tensor.5d.L2.global.tile",
+}
+
+local function compile_error(src, arch)
+  local ok, err = pcall(function() return cuasync.program{ source = src, arch = arch }:ptx() end)
+  assert.is_false(ok, "expected a compile error")
+  return err
+end
+
+describe("device headers", function()
+  it("every wrapper emits the PTX its comment names (sm_90a)", function()
+    local prog = cuasync.program{ source = ALL, arch = "sm_90a" }
+    local ptx = prog:ptx()
+    assert.is_true(#prog:cubin() > 0)   -- and ptxas accepts all of it
+    for _, ins in ipairs(EXPECT) do assert.truthy(ptx:find(ins, 1, true), "PTX lacks " .. ins) end
+  end)
+
+  for _, case in ipairs({
+    { "cuasync::tma::load(0, 0, 0, 1)", "cuasync: tma::load needs sm_90 (PTX ISA 8.0)" },
+    { "cuasync::bulk::elect_one()", "cuasync: elect_one needs sm_90 (PTX ISA 8.0)" },
+    { "cuasync::bulk::reduce_add((unsigned *)0, (const unsigned *)0, 16)", "cuasync: reduce_add needs sm_90 (PTX ISA 8.0)" },
+    { "cuasync::mbarrier::expect_tx(0, 16)", "cuasync: expect_tx needs sm_90 (PTX ISA 8.0)" },
+  }) do
+    it("refuses " .. case[1] .. " for sm_80 by name", function()
+      local src = '#include <cuasync/cuasync.cuh>\nextern "C" __global__ void k() { ' .. case[1] .. '; }\n'
+      local err = compile_error(src, "sm_80")
+      assert.truthy(err:find(case[2], 1, true), err)
+    end)
+  end
+
+  it("the Ampere wrappers compile for sm_80", function()
+    local src = [[
+#include <cuasync/cuasync.cuh>
+extern "C" __global__ void k(unsigned *g) {
+  __shared__ __align__(16) unsigned buf[64];
+  __shared__ cuasync::mbarrier_t bar;
+  cuasync::mbarrier::init(&bar, 1);
+  cuasync::cp_async::copy_cg(buf, g); cuasync::cp_async::mbarrier_arrive_noinc(&bar);
+  while (!cuasync::mbarrier::test_wait_parity(&bar, 0)) {}
+  g[0] = buf[0];
+}
+]]
+    assert.truthy(cuasync.program{ source = src, arch = "sm_80" }:ptx():find("cp.async.mbarrier.arrive.noinc", 1, true))
+  end)
+
+  it("a bulk reduction PTX does not have fails to compile", function()
+    local src = '#include <cuasync/bulk.cuh>\nextern "C" __global__ void k(long long *g) { __shared__ long long s[4]; cuasync::bulk::reduce_add(g, s, 16); }\n'
+    local err = compile_error(src, "sm_90a")
+    assert.truthy(err:find("reduce_add", 1, true), err)
+  end)
+
+  it("cp.async.ca sizes other than 4, 8, 16 fail with the rule", function()
+    local src = '#include <cuasync/cp_async.cuh>\nextern "C" __global__ void k(unsigned *g) { __shared__ unsigned s[4]; cuasync::cp_async::copy_ca<2>(s, g); }\n'
+    local err = compile_error(src, "sm_90a")
+    assert.truthy(err:find("cuasync: cp.async.ca copies 4, 8 or 16 bytes", 1, true), err)
+  end)
+end)
