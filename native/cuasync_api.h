@@ -51,7 +51,10 @@
     X(cuEventDestroy, 4000, CUresult, (CUevent e)) \
     X(cuEventRecord, 2000, CUresult, (CUevent e, CUstream s)) \
     X(cuEventSynchronize, 2000, CUresult, (CUevent e)) \
-    X(cuEventElapsedTime, 2000, CUresult, (float *ms, CUevent start, CUevent end))
+    X(cuEventElapsedTime, 2000, CUresult, (float *ms, CUevent start, CUevent end)) \
+    X(cuTensorMapEncodeTiled, 12000, CUresult, (CUtensorMap *map, int dtype, unsigned rank, void *address, \
+        const unsigned long long *dims, const unsigned long long *strides, const unsigned *box, \
+        const unsigned *element_strides, int interleave, int swizzle, int l2_promotion, int oob_fill))
 
 /* NVRTC has no proc-address call: the loader resolves these with dlsym from the library it opened. */
 typedef struct _nvrtcProgram *nvrtcProgram;

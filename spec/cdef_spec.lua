@@ -4,7 +4,7 @@ local MODULES = {
   types = "cuasync_types.h", core = "cuasync.h", error = "cuasync_error.h", loader = "cuasync_loader.h",
   device = "cuasync_device.h", memory = "cuasync_memory.h", compile = "cuasync_compile.h",
   module = "cuasync_module.h", launch = "cuasync_launch.h", stream = "cuasync_stream.h",
-  event = "cuasync_event.h", hash = "cuasync_hash.h", fs = "cuasync_fs.h",
+  event = "cuasync_event.h", hash = "cuasync_hash.h", fs = "cuasync_fs.h", tensormap = "cuasync_tensormap.h",
 }
 
 local function declarations(text)

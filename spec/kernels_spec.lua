@@ -39,6 +39,16 @@ local EXPECT = {
     "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes", "fence.proxy.async.shared::cta",
     "cp.async.bulk.global.shared::cta.bulk_group", "cp.async.bulk.wait_group.read 0", "cp.async.bulk.wait_group 0",
   },
+  ["tensor_copy.cu"] = {
+    "cp.async.bulk.tensor.1d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
+    "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
+    "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
+    "cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
+    "cp.async.bulk.tensor.1d.global.shared::cta.tile.bulk_group", "cp.async.bulk.tensor.5d.global.shared::cta.tile.bulk_group",
+    "cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group",
+    "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster",
+    "fence.proxy.async.shared::cta", "barrier.cluster.arrive.release.aligned", "%cluster_ctarank",
+  },
   ["bulk_reduce.cu"] = {
     "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.u32",
     "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32",
@@ -86,7 +96,7 @@ describe("kernels-src", function()
   end)
 
   it("each device header compiles on its own", function()
-    for _, h in ipairs({ "mbarrier.cuh", "cp_async.cuh", "bulk.cuh", "tma.cuh", "pipeline.cuh", "cuasync.cuh" }) do
+    for _, h in ipairs({ "mbarrier.cuh", "cp_async.cuh", "bulk.cuh", "tma.cuh", "pipeline.cuh", "cluster.cuh", "cuasync.cuh" }) do
       local src = "#include <cuasync/" .. h .. '>\nextern "C" __global__ void k() {}\n'
       assert.is_true(#cuasync.program{ source = src, arch = "sm_90a" }:cubin() > 0, h)
     end

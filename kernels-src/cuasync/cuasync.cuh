@@ -6,3 +6,4 @@
 #include <cuasync/bulk.cuh>
 #include <cuasync/tma.cuh>
 #include <cuasync/pipeline.cuh>
+#include <cuasync/cluster.cuh>

@@ -11,6 +11,7 @@ local launchcfg = require("cuasync.launchcfg")
 local signature = require("cuasync.signature")
 local copy = require("cuasync.copy")
 local patterns = require("cuasync.patterns")
+local tensormap = require("cuasync.tensormap")
 
 local C = native.C
 
@@ -37,6 +38,7 @@ local M = {
   bench = bench.bench,
   copy = copy,
   patterns = patterns,
+  tensormap = tensormap.new,
   cache = { stats = cache.stats, dir = cache.dir, clear_memory = cache.clear_memory },
 }
 

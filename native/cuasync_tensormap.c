@@ -1,0 +1,51 @@
+/* cuasync_tensormap.c — cuTensorMapEncodeTiled, with every argument in the failure message (the
+ * driver answers any bad one with a bare CUDA_ERROR_INVALID_VALUE). */
+#define CUASYNC_INTERNAL
+#include <stdio.h>
+
+#include "cuasync_api.h"
+#include "cuasync_error.h"
+#include "cuasync_loader.h"
+#include "cuasync_tensormap.h"
+
+#define READY() do { int rc_ = cuasync_driver_init(err, errlen); if (rc_) return rc_; } while (0)
+
+/* "{a, b, c}" of n unsigned 64-bit values into buf. */
+static void list_u64(char *buf, size_t len, const unsigned long long *v, unsigned n)
+{
+    size_t at = 0;
+    at += (size_t)snprintf(buf + at, len - at, "{");
+    for (unsigned i = 0; i < n && at < len; i++)
+        at += (size_t)snprintf(buf + at, len - at, "%s%llu", i ? ", " : "", v[i]);
+    if (at < len) snprintf(buf + at, len - at, "}");
+}
+
+static void list_u32(char *buf, size_t len, const unsigned *v, unsigned n)
+{
+    unsigned long long w[5];
+    for (unsigned i = 0; i < n && i < 5; i++) w[i] = v[i];
+    list_u64(buf, len, w, n < 5 ? n : 5);
+}
+
+int cuasync_tensormap_encode_tiled(CUtensorMap *map, int dtype, unsigned rank, CUdeviceptr address,
+                                   const unsigned long long *dims, const unsigned long long *strides,
+                                   const unsigned *box, const unsigned *element_strides,
+                                   int interleave, int swizzle, int l2_promotion, int oob_fill,
+                                   char *err, size_t errlen)
+{
+    char d[128], s[128], b[96], e[64];
+    READY();
+    if (rank < 1 || rank > 5)
+        return cuasync_fail(err, errlen, CUASYNC_E_INVALID, "cuasync_tensormap_encode_tiled: rank %u is not 1..5", rank);
+    list_u64(d, sizeof d, dims, rank);
+    list_u64(s, sizeof s, strides, rank - 1);
+    list_u32(b, sizeof b, box, rank);
+    list_u32(e, sizeof e, element_strides, rank);
+    CUASYNC_CU(cuTensorMapEncodeTiled, (map, dtype, rank, (void *)(size_t)address, dims, strides, box,
+                                        element_strides, interleave, swizzle, l2_promotion, oob_fill),
+               err, errlen,
+               "encoding a tiled tensor map (dtype %d, rank %u, address 0x%llx, dims %s, strides %s bytes, "
+               "box %s, element strides %s, interleave %d, swizzle %d, l2 promotion %d, oob fill %d)",
+               dtype, rank, address, d, s, b, e, interleave, swizzle, l2_promotion, oob_fill);
+    return CUASYNC_OK;
+}

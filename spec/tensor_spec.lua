@@ -1,0 +1,129 @@
+-- Tensor maps and tensor copies (pattern 8, kernels-src/tensor_copy.cu): on the CPU the tensor
+-- map's rules refuse bad maps before the driver; on the GPU boxes are loaded and stored in 1D,
+-- 2D, 3D and 5D (+1 in shared memory), reduce-added into global memory, and multicast to every
+-- block of clusters of 2 and 4. Fresh random data, poisoned outputs, every element checked.
+local ffi = require("ffi")
+local cuasync = require("cuasync")
+local H = require("helper")
+
+local POISON = 0xA5A5A5A5
+
+describe("tensormap", function()
+  local gpu_it = H.gpu_it(it, pending)
+
+  it("refuses maps that break the encoding rules, before the driver", function()
+    local base = { ptr = 1024, bytes = 2 ^ 20, dtype = "u32", dims = { 64, 32 }, box = { 32, 8 } }
+    local function with(t)
+      local s = {}
+      for k, v in pairs(base) do s[k] = v end
+      for k, v in pairs(t) do s[k] = v end
+      return s
+    end
+    local cases = {
+      { { dtype = "u33" }, "dtype = \"u33\" is not one of bf16, f16, f32, f32_ftz, f64, i32, i64, tf32, tf32_ftz, u16, u32, u64, u8" },
+      { { dims = { 64, 32, 1, 1, 1, 1 } }, "dims has 6 entries (rank must be 1..5)" },
+      { { dims = { 0, 32 } }, "dims[1] = 0 is outside 1..2^32" },
+      { { ptr = 1032 }, "address 0x408 is not 16-byte aligned (tensor maps need 16)" },
+      { { box = { 32, 300 } }, "box[2] = 300 is outside 1..256" },
+      { { box = { 32 } }, "box has 1 entries but the tensor has rank 2" },
+      { { box = { 3, 8 } }, "box[1] * 4 bytes = 12 is not a multiple of 16 (the inner box dimension moves 16-byte units)" },
+      { { swizzle = "128B", box = { 64, 8 } }, "box[1] * 4 bytes = 256 exceeds the 128B swizzle span" },
+      { { swizzle = "96B" }, "swizzle = \"96B\" is not one of 128B, 32B, 64B, none" },
+      { { strides = { 200 } }, "strides[1] = 200 is not a multiple of 16 bytes" },
+      { { strides = { 128 } }, "strides[1] = 128 is smaller than dimension 1's extent of 256 bytes (rows would overlap)" },
+      { { element_strides = { 1, 9 } }, "element_strides[2] = 9 is outside 1..8" },
+      { { interleave = "32B", dims = { 64, 32, 2 }, box = { 8, 8, 1 } }, "interleave = 32B requires swizzle = 32B (got none)" },
+      { { interleave = "16B" }, "interleave = 16B needs rank 3..5 (dims has 2 entries)" },
+      { { oob_fill = "nan" }, "oob_fill = nan needs a floating-point dtype (got u32)" },
+      { { bytes = 4096 }, "the tensor spans 8192 bytes but the buffer holds 4096" },
+      { { colour = 1 }, "unknown field 'colour' (fields: box, buffer, bytes, dims, dtype, element_strides, interleave, l2_promotion, oob_fill, ptr, strides, swizzle)" },
+    }
+    for _, c in ipairs(cases) do
+      assert.has.error(function() cuasync.tensormap(with(c[1])) end, "cuasync.tensormap: " .. c[2])
+    end
+    assert.has.error(function() cuasync.tensormap{ dtype = "u32", dims = { 4 }, box = { 4 } } end,
+      "cuasync.tensormap: buffer (or ptr) is required: the global memory the map describes")
+  end)
+
+  local function prod(t) local p = 1 for _, x in ipairs(t) do p = p * x end return p end
+
+  -- rank-N add-one or reduce round trip over every box of a random tensor
+  local function round_trip(kind, dims, box)
+    local rank, n = #dims, prod(dims)
+    local inp_h = ffi.new("uint32_t[?]", n)
+    for i = 0, n - 1 do inp_h[i] = H.random_u32() end
+    local guard = 64
+    local inp, out = cuasync.alloc(n * 4), cuasync.alloc((n + guard) * 4)
+    inp:upload(inp_h, n * 4)
+    local before = ffi.new("uint32_t[?]", n + guard)
+    for i = 0, n + guard - 1 do before[i] = kind == "reduce" and H.random_u32() or POISON end
+    out:upload(before, (n + guard) * 4)
+    local tin = cuasync.tensormap{ buffer = inp, dtype = "u32", dims = dims, box = box }
+    local tout = cuasync.tensormap{ ptr = out.ptr, bytes = n * 4, dtype = "u32", dims = dims, box = box }
+    local nb, bx = {}, {}
+    for d = 1, 5 do nb[d] = math.ceil((dims[d] or 1) / (box[d] or 1)); bx[d] = box[d] or 1 end
+    local k = cuasync.program{ file = "tensor_copy.cu" }:compile():kernel(
+      ("tensor_%s_%dd"):format(kind, rank), "tensormap, tensormap, u32, u32, u32, u32, u32, u32, u32, u32, u32, u32, u32")
+    k:launch({ grid = prod(nb), block = 128, smem = tin.box_bytes }, tin, tout, tin.box_bytes,
+             nb[1], nb[2], nb[3], nb[4], nb[5], bx[1], bx[2], bx[3], bx[4], bx[5])
+    cuasync.synchronize()
+    local got = out:download("uint32_t", n + guard)
+    for i = 0, n - 1 do
+      local want = kind == "reduce" and (before[i] + inp_h[i]) % 2 ^ 32 or (inp_h[i] + 1) % 2 ^ 32
+      if got[i] ~= want then
+        error(("%s %dD: element %d is %d, expected %d (dims {%s}, box {%s})"):format(kind, rank, i, got[i], want,
+              table.concat(dims, ","), table.concat(box, ",")))
+      end
+    end
+    for i = n, n + guard - 1 do assert.equal(before[i], got[i], "a store wrote past the tensor") end
+    inp:close(); out:close()
+  end
+
+  local r = function(m) return H.random_u32() % m end
+  for _, kind in ipairs({ "add_one", "reduce" }) do
+    gpu_it(("tensor %s in 1D, 2D, 3D and 5D, boxes over the edges #gpu"):format(kind), function()
+      round_trip(kind, { 5000 + r(3000) }, { 64 })
+      round_trip(kind, { 4 * (50 + r(40)), 37 + r(30) }, { 32, 8 })
+      round_trip(kind, { 4 * (10 + r(10)), 9 + r(9), 3 + r(5) }, { 16, 4, 3 })
+      round_trip(kind, { 12, 3 + r(3), 4, 2 + r(2), 3 }, { 8, 2, 3, 2, 2 })
+    end)
+  end
+
+  for _, csize in ipairs({ 2, 4 }) do
+    gpu_it(("multicast lands one load in every block of a cluster of %d #gpu"):format(csize), function()
+      local W, Hh = 4 * (40 + r(30)), 20 + r(20)
+      local b0, b1 = 32, 8
+      local n = W * Hh
+      local inp_h = ffi.new("uint32_t[?]", n)
+      for i = 0, n - 1 do inp_h[i] = H.random_u32() end
+      local inp = cuasync.alloc(n * 4)
+      inp:upload(inp_h, n * 4)
+      local tin = cuasync.tensormap{ buffer = inp, dtype = "u32", dims = { W, Hh }, box = { b0, b1 } }
+      local n0, n1 = math.ceil(W / b0), math.ceil(Hh / b1)
+      local clusters, words = n0 * n1, b0 * b1
+      local out = cuasync.alloc(clusters * csize * words * 4)
+      out:fill(0xA5)
+      local k = cuasync.program{ file = "tensor_copy.cu" }:compile():kernel("tensor_multicast", "tensormap, ptr, u32, u32, u32, u32")
+      k:launch({ grid = clusters * csize, block = 128, cluster = { csize, 1, 1 }, smem = tin.box_bytes },
+               tin, out, tin.box_bytes, n0, b0, b1)
+      cuasync.synchronize()
+      local got = out:download("uint32_t", clusters * csize * words)
+      for ci = 0, clusters - 1 do
+        local x0, y0 = (ci % n0) * b0, math.floor(ci / n0) * b1
+        for rank = 0, csize - 1 do
+          for y = 0, b1 - 1 do
+            for x = 0, b0 - 1 do
+              local gx, gy = x0 + x, y0 + y
+              local want = (gx < W and gy < Hh) and inp_h[gy * W + gx] or 0   -- zeros past the edge
+              local at = (ci * csize + rank) * words + y * b0 + x
+              if got[at] ~= want then
+                error(("cluster %d rank %d: box element (%d, %d) is %d, expected %d"):format(ci, rank, x, y, got[at], want))
+              end
+            end
+          end
+        end
+      end
+      inp:close(); out:close()
+    end)
+  end
+end)
