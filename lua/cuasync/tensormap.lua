@@ -59,7 +59,8 @@ local function int_list(field, v, n, lo, hi)
 end
 
 local FIELDS = { buffer = true, ptr = true, bytes = true, dtype = true, dims = true, strides = true, box = true,
-                 element_strides = true, swizzle = true, interleave = true, l2_promotion = true, oob_fill = true }
+                 element_strides = true, swizzle = true, interleave = true, l2_promotion = true, oob_fill = true,
+                 load_only = true }
 
 function M.new(spec)
   util.kind("tensormap", "spec", spec, "table", 2)
@@ -127,6 +128,16 @@ function M.new(spec)
   if size and span > size then
     fail(("the tensor spans %d bytes but the buffer holds %d"):format(span, size))
   end
+  -- Measured on the H200: a tensor store clips the innermost dimension to whole 16-byte units, so
+  -- a last partial unit is written in full, past the tensor's edge (the next row's padding, or
+  -- past the buffer's end). Loads are unaffected.
+  if spec.load_only ~= nil and type(spec.load_only) ~= "boolean" then
+    fail(("load_only must be a boolean (got %s)"):format(type(spec.load_only)))
+  end
+  if (dims[1] * esize) % 16 ~= 0 and not spec.load_only then
+    fail(("dims[1] * %d bytes = %d is not a multiple of 16: a tensor store writes whole 16-byte units at the edge, past the tensor (pass load_only = true for a map only loaded from)"):format(
+         esize, dims[1] * esize))
+  end
   local box = int_list("box", spec.box, rank, 1, 256)
   local estr = spec.element_strides or {}
   if spec.element_strides == nil then for i = 1, rank do estr[i] = 1 end end
@@ -155,7 +166,7 @@ function M.new(spec)
     map = map[0], holder = map, buffer = spec.buffer, address = address, dtype = spec.dtype, elem_bytes = esize,
     rank = rank, dims = copy(dims), strides = copy(strides), box = copy(box), element_strides = copy(estr),
     swizzle = swizzle, interleave = interleave, l2_promotion = spec.l2_promotion or "none", oob_fill = oob_fill,
-    box_bytes = box_bytes,
+    box_bytes = box_bytes, load_only = spec.load_only or false,
   }, TensorMap)
 end
 
