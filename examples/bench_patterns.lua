@@ -8,9 +8,9 @@
 --   luajit examples/bench_patterns.lua [--bytes N] [--rounds 5] [--reps 10]
 -- With no GPU it compiles every variant and says that the launches were skipped.
 dofile((arg[0]:match("^(.*)/[^/]*$") or ".") .. "/_path.lua")
-local ffi = require("ffi")
 local cuasync = require("cuasync")
 local patterns = cuasync.patterns
+local random = dofile((arg[0]:match("^(.*)/[^/]*$") or ".") .. "/_random.lua")
 
 local opts = { bytes = 2 ^ 30, rounds = 5, reps = 10 }
 local i = 1
@@ -67,21 +67,11 @@ print(("%s, %d SMs; %.2f GiB of u32 in and out; %d rounds of %d launches (median
 local host_in = cuasync.host_alloc(bytes)
 local host_out = cuasync.host_alloc(bytes)
 local hin, hout = host_in:as("uint32_t"), host_out:as("uint32_t")
-local x = ffi.new("uint64_t", (os.time() * 2654435761) % 2 ^ 31 + 0x9E3779B97F4A7C15ULL)
-for w = 0, n - 1 do
-  x = bit.bxor(x, bit.rshift(x, 12)); x = bit.bxor(x, bit.lshift(x, 25)); x = bit.bxor(x, bit.rshift(x, 27))
-  hin[w] = tonumber(bit.rshift(x * 0x2545F4914F6CDD1DULL, 32))
-end
+random.fill(host_in.ptr, n / 2)
 local inp, out = cuasync.alloc(bytes), cuasync.alloc(bytes)
 inp:upload(host_in)
 
-local function median(t)
-  local s = {}
-  for j = 1, #t do s[j] = t[j] end
-  table.sort(s)
-  local m = #s
-  return m % 2 == 1 and s[(m + 1) / 2] or (s[m / 2] + s[m / 2 + 1]) / 2
-end
+local median = cuasync.median
 local function gbps(ms) return 2 * bytes / (ms * 1e6) end
 
 -- every variant: poisoned, run once at its default grid, every element verified

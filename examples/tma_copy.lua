@@ -11,6 +11,7 @@ dofile((arg[0]:match("^(.*)/[^/]*$") or ".") .. "/_path.lua")
 local ffi = require("ffi")
 local cuasync = require("cuasync")
 local copy = require("cuasync.copy")
+local random = dofile((arg[0]:match("^(.*)/[^/]*$") or ".") .. "/_random.lua")
 
 local opts = { bytes = 2 ^ 30, stages = "10", chunk = "4096", inflight = tostring(copy.INFLIGHT),
                reps = 10, rounds = 5, store_lag = 1 }
@@ -59,12 +60,7 @@ print(("%s, %d SMs; copying %.2f GiB; %d rounds of %d launches each (median of r
 
 -- fresh random source, generated on the host in pinned memory
 local host = cuasync.host_alloc(bytes)
-local words = host:as("uint64_t")
-local x = ffi.new("uint64_t", (os.time() * 2654435761) % 2 ^ 31 + 0x9E3779B97F4A7C15ULL)
-for w = 0, bytes / 8 - 1 do
-  x = bit.bxor(x, bit.rshift(x, 12)); x = bit.bxor(x, bit.lshift(x, 25)); x = bit.bxor(x, bit.rshift(x, 27))
-  words[w] = x * 0x2545F4914F6CDD1DULL
-end
+random.fill(host.ptr, bytes / 8)
 local src, dst = cuasync.alloc(bytes), cuasync.alloc(bytes)
 src:upload(host)
 local back = cuasync.host_alloc(bytes)
@@ -79,13 +75,7 @@ local function verify(label)
 end
 
 local function gbps(ms) return 2 * bytes / (ms * 1e6) end
-local function median(t)
-  local s = {}
-  for j = 1, #t do s[j] = t[j] end
-  table.sort(s)
-  local n = #s
-  return n % 2 == 1 and s[(n + 1) / 2] or (s[n / 2] + s[n / 2 + 1]) / 2
-end
+local median = cuasync.median
 
 -- cuMemcpyDtoD, the yardstick, then each variant: poisoned, run, every byte verified
 local base = { label = "cuMemcpyDtoD", run = function() dst:upload(src) end, times = {} }

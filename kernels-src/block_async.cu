@@ -23,14 +23,14 @@ namespace cpa = cuasync::cp_async;
 namespace mb = cuasync::mbarrier;
 
 // A last partial tile copies and writes only the vectors below nvec.
-__device__ __forceinline__ void issue_tile_tail(uint4 *stage, const uint4 *in, u64 tile, u64 nvec)
+__device__ __forceinline__ void issue_tile(uint4 *stage, const uint4 *in, u64 tile, u64 nvec)
 {
     for (int k = 0; k < VPT; ++k) {
         const int v = threadIdx.x + k * THREADS;
         if (tile * TILE_VECS + v < nvec) cpa::copy_cg(&stage[v], &in[tile * TILE_VECS + v]);
     }
 }
-__device__ __forceinline__ void consume_tile_tail(uint4 *out, const uint4 *stage, u64 tile, u64 nvec)
+__device__ __forceinline__ void consume_tile(uint4 *out, const uint4 *stage, u64 tile, u64 nvec)
 {
     for (int k = 0; k < VPT; ++k) {
         const int v = (threadIdx.x + k * THREADS + 32) % TILE_VECS;
@@ -48,16 +48,16 @@ extern "C" __global__ void __launch_bounds__(THREADS) block_groups(uint4 *out, c
     const u64 mine = blockIdx.x < ntiles ? (ntiles - blockIdx.x + gridDim.x - 1) / gridDim.x : 0;
     auto tile_of = [&](u64 j) { return blockIdx.x + j * gridDim.x; };
     for (int s = 0; s < STAGES - 1; ++s) {              // prologue: STAGES - 1 groups, some empty
-        if ((u64)s < mine) issue_tile_tail(ring + s * TILE_VECS, in, tile_of(s), nvec);
+        if ((u64)s < mine) issue_tile(ring + s * TILE_VECS, in, tile_of(s), nvec);
         cpa::commit_group();
     }
     for (u64 j = 0; j < mine; ++j) {
         const u64 next = j + STAGES - 1;
-        if (next < mine) issue_tile_tail(ring + (next % STAGES) * TILE_VECS, in, tile_of(next), nvec);
+        if (next < mine) issue_tile(ring + (next % STAGES) * TILE_VECS, in, tile_of(next), nvec);
         cpa::commit_group();                            // always one group per step: the count holds
         cpa::wait_group<STAGES - 1>();                  // this thread's copies of tile j have landed
         __syncthreads();                                // ... and every other thread's
-        consume_tile_tail(out, ring + (j % STAGES) * TILE_VECS, tile_of(j), nvec);
+        consume_tile(out, ring + (j % STAGES) * TILE_VECS, tile_of(j), nvec);
         __syncthreads();                                // stage j % STAGES is refilled next step
     }
 }
@@ -74,7 +74,7 @@ extern "C" __global__ void __launch_bounds__(THREADS) block_mbarrier(uint4 *out,
     __syncthreads();
     auto issue = [&](u64 j) {
         const int s = (int)(j % STAGES);
-        issue_tile_tail(ring + s * TILE_VECS, in, tile_of(j), nvec);
+        issue_tile(ring + s * TILE_VECS, in, tile_of(j), nvec);
         cpa::mbarrier_arrive_noinc(&full[s]);           // arrives once this thread's copies land
     };
     for (u64 j = 0; j < mine && j < STAGES - 1; ++j) issue(j);
@@ -82,7 +82,7 @@ extern "C" __global__ void __launch_bounds__(THREADS) block_mbarrier(uint4 *out,
         if (j + STAGES - 1 < mine) issue(j + STAGES - 1);
         const int s = (int)(j % STAGES);
         while (!mb::test_wait_parity(&full[s], (unsigned)((j / STAGES) & 1))) {}
-        consume_tile_tail(out, ring + s * TILE_VECS, tile_of(j), nvec);
+        consume_tile(out, ring + s * TILE_VECS, tile_of(j), nvec);
         __syncthreads();                                // stage s is refilled next step
     }
 }

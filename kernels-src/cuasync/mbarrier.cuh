@@ -184,29 +184,30 @@ __device__ __forceinline__ bool try_wait_parity(mbarrier_t *bar, unsigned parity
     return done != 0;
 }
 
-// Wait for the phase of the given parity. With CUASYNC_WAIT_LIMIT defined, a wait that spins
-// that many times traps (the launch then fails with an error instead of hanging the GPU).
-__device__ __forceinline__ void wait_parity(mbarrier_t *bar, unsigned parity)
+// Spin until done() holds. With CUASYNC_WAIT_LIMIT defined, a wait that spins that many times
+// traps (the launch then fails with an error instead of hanging the GPU).
+template <typename Done>
+__device__ __forceinline__ void spin_until(Done done)
 {
 #ifdef CUASYNC_WAIT_LIMIT
     unsigned long long spins = 0;
-    while (!try_wait_parity(bar, parity))
+    while (!done())
         if (++spins == (unsigned long long)(CUASYNC_WAIT_LIMIT)) __trap();
 #else
-    while (!try_wait_parity(bar, parity)) {}
+    while (!done()) {}
 #endif
 }
 
-// Wait for the phase `state` (an arrive's token) belongs to; CUASYNC_WAIT_LIMIT as above.
+// Wait for the phase of the given parity.
+__device__ __forceinline__ void wait_parity(mbarrier_t *bar, unsigned parity)
+{
+    spin_until([&] { return try_wait_parity(bar, parity); });
+}
+
+// Wait for the phase `state` (an arrive's token) belongs to.
 __device__ __forceinline__ void wait(mbarrier_t *bar, unsigned long long state)
 {
-#ifdef CUASYNC_WAIT_LIMIT
-    unsigned long long spins = 0;
-    while (!try_wait(bar, state))
-        if (++spins == (unsigned long long)(CUASYNC_WAIT_LIMIT)) __trap();
-#else
-    while (!try_wait(bar, state)) {}
-#endif
+    spin_until([&] { return try_wait(bar, state); });
 }
 #else
 CUASYNC_NEEDS_SM90(arrive, mbarrier_t *, unsigned)

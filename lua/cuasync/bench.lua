@@ -7,6 +7,15 @@ local util = require("cuasync.util")
 
 local M = {}
 
+-- The median of a list of numbers (the list is left as it was).
+function M.median(t)
+  local s = {}
+  for i = 1, #t do s[i] = t[i] end
+  table.sort(s)
+  local n = #s
+  return n % 2 == 1 and s[(n + 1) / 2] or (s[n / 2] + s[n / 2 + 1]) / 2
+end
+
 function M.bench(fn, opts)
   util.kind("bench", "fn", fn, "function", 2)
   opts = opts or {}
@@ -25,17 +34,14 @@ function M.bench(fn, opts)
     events[i]:record(stream)
   end
   events[reps]:synchronize()
-  local times, sorted, sum = {}, {}, 0
+  local times, sum, lo, hi = {}, 0, math.huge, -math.huge
   for i = 1, reps do
     times[i] = events[i - 1]:elapsed(events[i])
-    sorted[i] = times[i]
     sum = sum + times[i]
+    lo, hi = math.min(lo, times[i]), math.max(hi, times[i])
   end
   for i = 0, reps do events[i]:close() end
-  table.sort(sorted)
-  local mid = math.floor((reps + 1) / 2)
-  local median = reps % 2 == 1 and sorted[mid] or (sorted[mid] + sorted[mid + 1]) / 2
-  return { median = median, min = sorted[1], max = sorted[reps], mean = sum / reps, times = times }
+  return { median = M.median(times), min = lo, max = hi, mean = sum / reps, times = times }
 end
 
 return M

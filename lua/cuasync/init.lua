@@ -36,6 +36,7 @@ local M = {
   stream = streams.stream,
   event = streams.event,
   bench = bench.bench,
+  median = bench.median,
   copy = copy,
   patterns = patterns,
   tensormap = tensormap.new,

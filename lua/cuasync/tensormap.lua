@@ -97,14 +97,13 @@ function M.new(spec)
     fail(("interleave = 32B requires swizzle = 32B (got %s)"):format(swizzle))
   end
   if oob == 1 and not dt.float then fail(("oob_fill = nan needs a floating-point dtype (got %s)"):format(spec.dtype)) end
-  local align = interleave == "32B" and 32 or 16
+  local align = interleave == "32B" and 32 or 16   -- address and strides alike
   local a = tonumber(address % align)
   if a ~= 0 then
     fail(("address 0x%x is not %d-byte aligned (tensor maps need %d)"):format(tonumber(address), align, align))
   end
   -- strides: rank - 1 byte strides of dimensions 2..rank; packed row-major by default
   local strides = spec.strides
-  local unit = interleave == "32B" and 32 or 16
   if strides == nil then
     strides = {}
     local s = dims[1] * esize
@@ -116,8 +115,8 @@ function M.new(spec)
   int_list("strides", strides, rank - 1, 1, 2 ^ 40 - 1)
   local span = dims[1] * esize
   for i = 1, rank - 1 do
-    if strides[i] % unit ~= 0 then
-      fail(("strides[%d] = %d is not a multiple of %d bytes"):format(i, strides[i], unit))
+    if strides[i] % align ~= 0 then
+      fail(("strides[%d] = %d is not a multiple of %d bytes"):format(i, strides[i], align))
     end
     if strides[i] < span then
       fail(("strides[%d] = %d is smaller than dimension %d's extent of %d bytes (rows would overlap)"):format(
