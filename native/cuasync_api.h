@@ -44,6 +44,8 @@
         int block_size, size_t dynamic_smem)) \
     X(cuOccupancyMaxActiveClusters, 11070, CUresult, (int *clusters, CUfunction f, \
         const CUlaunchConfig *config)) \
+    X(cuOccupancyMaxPotentialClusterSize, 11070, CUresult, (int *size, CUfunction f, \
+        const CUlaunchConfig *config)) \
     X(cuStreamCreate, 2000, CUresult, (CUstream *s, unsigned int flags)) \
     X(cuStreamDestroy, 4000, CUresult, (CUstream s)) \
     X(cuStreamSynchronize, 2000, CUresult, (CUstream s)) \
@@ -54,7 +56,12 @@
     X(cuEventElapsedTime, 2000, CUresult, (float *ms, CUevent start, CUevent end)) \
     X(cuTensorMapEncodeTiled, 12000, CUresult, (CUtensorMap *map, int dtype, unsigned rank, void *address, \
         const unsigned long long *dims, const unsigned long long *strides, const unsigned *box, \
-        const unsigned *element_strides, int interleave, int swizzle, int l2_promotion, int oob_fill))
+        const unsigned *element_strides, int interleave, int swizzle, int l2_promotion, int oob_fill)) \
+    X(cuTensorMapEncodeIm2col, 12000, CUresult, (CUtensorMap *map, int dtype, unsigned rank, void *address, \
+        const unsigned long long *dims, const unsigned long long *strides, const int *lower, const int *upper, \
+        unsigned channels, unsigned pixels, const unsigned *element_strides, int interleave, int swizzle, \
+        int l2_promotion, int oob_fill)) \
+    X(cuTensorMapReplaceAddress, 12000, CUresult, (CUtensorMap *map, void *address))
 
 /* NVRTC has no proc-address call: the loader resolves these with dlsym from the library it opened. */
 typedef struct _nvrtcProgram *nvrtcProgram;

@@ -38,3 +38,16 @@ int cuasync_launch_max_active_clusters(CUfunction fn, const CUlaunchConfig *c, i
                "computing max active clusters of kernel '%s'", name);
     return CUASYNC_OK;
 }
+
+int cuasync_launch_max_cluster_size(CUfunction fn, const CUlaunchConfig *c, int *size,
+                                    const char *name, char *err, size_t errlen)
+{
+    int rc = cuasync_driver_init(err, errlen);
+    if (rc) return rc;
+    if (!cuasync_cu.cuOccupancyMaxPotentialClusterSize)
+        return cuasync_fail(err, errlen, CUASYNC_E_MISSING,
+                            "cuOccupancyMaxPotentialClusterSize: not provided by this driver");
+    CUASYNC_CU(cuOccupancyMaxPotentialClusterSize, (size, fn, c), err, errlen,
+               "computing the largest cluster size of kernel '%s'", name);
+    return CUASYNC_OK;
+}

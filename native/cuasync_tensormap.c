@@ -1,5 +1,6 @@
-/* cuasync_tensormap.c — cuTensorMapEncodeTiled, with every argument in the failure message (the
- * driver answers any bad one with a bare CUDA_ERROR_INVALID_VALUE). */
+/* cuasync_tensormap.c — cuTensorMapEncodeTiled / EncodeIm2col / ReplaceAddress, with every
+ * argument in the failure message (the driver answers any bad one with a bare
+ * CUDA_ERROR_INVALID_VALUE). */
 #define CUASYNC_INTERNAL
 #include <stdio.h>
 
@@ -17,6 +18,15 @@ static void list_u64(char *buf, size_t len, const unsigned long long *v, unsigne
     at += (size_t)snprintf(buf + at, len - at, "{");
     for (unsigned i = 0; i < n && at < len; i++)
         at += (size_t)snprintf(buf + at, len - at, "%s%llu", i ? ", " : "", v[i]);
+    if (at < len) snprintf(buf + at, len - at, "}");
+}
+
+static void list_i32(char *buf, size_t len, const int *v, unsigned n)
+{
+    size_t at = 0;
+    at += (size_t)snprintf(buf + at, len - at, "{");
+    for (unsigned i = 0; i < n && at < len; i++)
+        at += (size_t)snprintf(buf + at, len - at, "%s%d", i ? ", " : "", v[i]);
     if (at < len) snprintf(buf + at, len - at, "}");
 }
 
@@ -47,5 +57,40 @@ int cuasync_tensormap_encode_tiled(CUtensorMap *map, int dtype, unsigned rank, C
                "encoding a tiled tensor map (dtype %d, rank %u, address 0x%llx, dims %s, strides %s bytes, "
                "box %s, element strides %s, interleave %d, swizzle %d, l2 promotion %d, oob fill %d)",
                dtype, rank, address, d, s, b, e, interleave, swizzle, l2_promotion, oob_fill);
+    return CUASYNC_OK;
+}
+
+int cuasync_tensormap_encode_im2col(CUtensorMap *map, int dtype, unsigned rank, CUdeviceptr address,
+                                    const unsigned long long *dims, const unsigned long long *strides,
+                                    const int *lower, const int *upper, unsigned channels, unsigned pixels,
+                                    const unsigned *element_strides,
+                                    int interleave, int swizzle, int l2_promotion, int oob_fill,
+                                    char *err, size_t errlen)
+{
+    char d[128], s[128], lo[64], up[64], e[64];
+    READY();
+    if (rank < 3 || rank > 5)
+        return cuasync_fail(err, errlen, CUASYNC_E_INVALID, "cuasync_tensormap_encode_im2col: rank %u is not 3..5", rank);
+    list_u64(d, sizeof d, dims, rank);
+    list_u64(s, sizeof s, strides, rank - 1);
+    list_i32(lo, sizeof lo, lower, rank - 2);
+    list_i32(up, sizeof up, upper, rank - 2);
+    list_u32(e, sizeof e, element_strides, rank);
+    CUASYNC_CU(cuTensorMapEncodeIm2col, (map, dtype, rank, (void *)(size_t)address, dims, strides, lower, upper,
+                                         channels, pixels, element_strides, interleave, swizzle, l2_promotion,
+                                         oob_fill),
+               err, errlen,
+               "encoding an im2col tensor map (dtype %d, rank %u, address 0x%llx, dims %s, strides %s bytes, "
+               "lower corner %s, upper corner %s, channels per pixel %u, pixels per column %u, element strides %s, "
+               "interleave %d, swizzle %d, l2 promotion %d, oob fill %d)",
+               dtype, rank, address, d, s, lo, up, channels, pixels, e, interleave, swizzle, l2_promotion, oob_fill);
+    return CUASYNC_OK;
+}
+
+int cuasync_tensormap_replace_address(CUtensorMap *map, CUdeviceptr address, char *err, size_t errlen)
+{
+    READY();
+    CUASYNC_CU(cuTensorMapReplaceAddress, (map, (void *)(size_t)address), err, errlen,
+               "moving a tensor map to address 0x%llx", address);
     return CUASYNC_OK;
 }

@@ -33,6 +33,8 @@ extern "C" __global__ void every_wrapper(const __grid_constant__ cuasync::tensor
   tma::load(buf, &map, &bar, 1, 2, 3, 4); tma::load(buf, &map, &bar, 1, 2, 3, 4, 5);
   tma::load_multicast(buf, &map, &bar, 3, 1, 2);
   tma::store(&map, buf, 1, 2, 3); tma::reduce_add(&map, buf, 1, 2, 3, 4); tma::prefetch(&map, 7, 8, 9, 10, 11);
+  tma::load_im2col(buf, &map, &bar, 1, 2, 3, 1); tma::load_im2col(buf, &map, &bar, 1, 2, 3, 4, 1, 2);
+  tma::load_im2col(buf, &map, &bar, 1, 2, 3, 4, 5, 1, 2, 3);
   stage_state<4> s = stage_state<4>::producer_start(); s.advance(); g[2] = s.phase + s.index;
   mbarrier::inval(&bar);
 }
@@ -68,6 +70,9 @@ local EXPECT = {
   "cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group",
   "cp.reduce.async.bulk.tensor.4d.global.shared::cta.add.tile.bulk_group",
   "cp.async.bulk.prefetch.tensor.5d.L2.global.tile",
+  "cp.async.bulk.tensor.3d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes",
+  "cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes",
+  "cp.async.bulk.tensor.5d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes",
 }
 
 local function compile_error(src, arch)

@@ -49,6 +49,21 @@ local EXPECT = {
     "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster",
     "fence.proxy.async.shared::cta", "barrier.cluster.arrive.release.aligned", "%cluster_ctarank",
   },
+  ["tensor_probe.cu"] = {
+    "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
+    "cp.async.bulk.tensor.3d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes",
+    "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group", "fence.proxy.async.shared::cta",
+    "mbarrier.try_wait.parity.shared::cta.b64",
+  },
+  ["tile_copy.cu"] = {
+    "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
+    "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group", "cp.async.bulk.wait_group.read 1",
+    "prefetch.tensormap", "mbarrier.try_wait.parity.shared::cta.b64",
+  },
+  ["tile_transpose.cu"] = {
+    "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
+    "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group", "fence.proxy.async.shared::cta",
+  },
   ["bulk_reduce.cu"] = {
     "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.u32",
     "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32",

@@ -4,6 +4,9 @@
 // instructions take. Coordinates are element indices, innermost first; a box that hangs over
 // the tensor's edge loads the map's OOB fill, and a store clips there. The shared-memory side
 // must be 128-byte aligned (1024 for the 128B swizzle).
+// Measured on the H200 (spec/tensor_edges_spec.lua): the innermost coordinate times the element
+// size must be a multiple of 16 bytes, and a store's coordinates must not be negative (loads may
+// start before the tensor); otherwise the launch fails with CUDA_ERROR_ILLEGAL_INSTRUCTION.
 #pragma once
 
 #include <cuasync/mbarrier.cuh>
@@ -84,6 +87,39 @@ CUASYNC_TMA_FAMILY(5, (int c0, int c1, int c2, int c3, int c4), "r"(c0), "r"(c1)
 #undef CUASYNC_TMA_OPS
 #undef CUASYNC_UNPAREN
 
+// cp.async.bulk.tensor.Nd.shared::cluster.global.im2col.mbarrier::complete_tx::bytes
+//     [dst], [map, {c..}], [mbar], {offsets};                            // PTX ISA 8.0, sm_90
+// An im2col load (the map from cuasync.tensormap{..., im2col = {...}}): `pixels` pixels of
+// `channels` channels each, starting at pixel (c1.., c_last) and walking the bounding box; the
+// offsets (one per spatial dimension, 16-bit) shift where each pixel is read (the filter tap).
+__device__ __forceinline__ void load_im2col(void *smem_dst, const tensormap *map, mbarrier_t *bar,
+                                            int c0, int c1, int c2, unsigned short o0)
+{
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes"
+                 " [%0], [%2, {%3, %4, %5}], [%1], {%6};"
+                 :: "r"(smem_addr(smem_dst)), "r"(smem_addr(bar)), "l"(map), "r"(c0), "r"(c1), "r"(c2), "h"(o0)
+                 : "memory");
+}
+__device__ __forceinline__ void load_im2col(void *smem_dst, const tensormap *map, mbarrier_t *bar,
+                                            int c0, int c1, int c2, int c3, unsigned short o0, unsigned short o1)
+{
+    asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes"
+                 " [%0], [%2, {%3, %4, %5, %6}], [%1], {%7, %8};"
+                 :: "r"(smem_addr(smem_dst)), "r"(smem_addr(bar)), "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(c3),
+                    "h"(o0), "h"(o1)
+                 : "memory");
+}
+__device__ __forceinline__ void load_im2col(void *smem_dst, const tensormap *map, mbarrier_t *bar,
+                                            int c0, int c1, int c2, int c3, int c4,
+                                            unsigned short o0, unsigned short o1, unsigned short o2)
+{
+    asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes"
+                 " [%0], [%2, {%3, %4, %5, %6, %7}], [%1], {%8, %9, %10};"
+                 :: "r"(smem_addr(smem_dst)), "r"(smem_addr(bar)), "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(c3),
+                    "r"(c4), "h"(o0), "h"(o1), "h"(o2)
+                 : "memory");
+}
+
 // prefetch.tensormap [map];                                            // PTX ISA 8.0, sm_90
 // Fetch the descriptor itself ahead of the first copy that uses it.
 __device__ __forceinline__ void prefetch_map(const tensormap *map)
@@ -98,6 +134,7 @@ template <typename... A> __device__ void load_multicast(A...) { static_assert(si
 template <typename... A> __device__ void store(A...) { static_assert(sizeof...(A) == 0, "cuasync: tma::store needs sm_90 (PTX ISA 8.0)"); }
 template <typename... A> __device__ void reduce_add(A...) { static_assert(sizeof...(A) == 0, "cuasync: tma::reduce_add needs sm_90 (PTX ISA 8.0)"); }
 template <typename... A> __device__ void prefetch(A...) { static_assert(sizeof...(A) == 0, "cuasync: tma::prefetch needs sm_90 (PTX ISA 8.0)"); }
+template <typename... A> __device__ void load_im2col(A...) { static_assert(sizeof...(A) == 0, "cuasync: tma::load_im2col needs sm_90 (PTX ISA 8.0)"); }
 template <typename... A> __device__ void prefetch_map(A...) { static_assert(sizeof...(A) == 0, "cuasync: tma::prefetch_map needs sm_90 (PTX ISA 8.0)"); }
 #endif
 

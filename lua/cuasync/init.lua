@@ -12,6 +12,7 @@ local signature = require("cuasync.signature")
 local copy = require("cuasync.copy")
 local patterns = require("cuasync.patterns")
 local tensormap = require("cuasync.tensormap")
+local swizzle = require("cuasync.swizzle")
 
 local C = native.C
 
@@ -40,6 +41,7 @@ local M = {
   copy = copy,
   patterns = patterns,
   tensormap = tensormap.new,
+  swizzle = swizzle,
   cache = { stats = cache.stats, dir = cache.dir, clear_memory = cache.clear_memory },
 }
 

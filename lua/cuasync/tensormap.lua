@@ -1,179 +1,202 @@
--- Tensor maps (cuTensorMapEncodeTiled) as Lua objects: every rule the driver would answer with a
--- bare CUDA_ERROR_INVALID_VALUE is checked here first and named; the map is passed to kernels by
--- value through the `tensormap` signature type.
+-- Tensor maps as Lua objects: every rule the driver would answer with a bare
+-- CUDA_ERROR_INVALID_VALUE is checked first and named (tensormap_rules.lua); the map is passed to
+-- kernels by value through the `tensormap` signature type.
 --   local tm = cuasync.tensormap{ buffer = buf, dtype = "f32", dims = { W, H }, box = { 32, 16 } }
---   tm.box_bytes   -- bytes one load of a box brings (a pipeline's expect_tx)
---   tm:describe()
+--   local ic = cuasync.tensormap{ buffer = img, dtype = "f16", dims = { C, W, H, N },
+--                im2col = { lower = { -1, -1 }, upper = { -1, -1 }, channels = 64, pixels = 128 } }
+--   tm.box_bytes           -- bytes one load brings (a pipeline's expect_tx)
+--   tm.smem_bytes          -- shared memory one box takes (more than box_bytes when a swizzled
+--                          -- row is narrower than the swizzle span: rows are padded to it)
+--   tm:describe()          -- every field, readable
+--   tm:replace_address(b)  -- the same map over another buffer (cuTensorMapReplaceAddress)
 local ffi = require("ffi")
 local native = require("cuasync.native")
-local buffer = require("cuasync.buffer")
 local util = require("cuasync.util")
+local buffer = require("cuasync.buffer")
+local R = require("cuasync.tensormap_rules")
 
 local C, errbuf, ERRLEN = native.C, native.errbuf, native.ERRLEN
+local fail = R.fail
 
-local M = {}
+local M = { DTYPES = R.DTYPES }
 local TensorMap = {}
 TensorMap.__index = TensorMap
 
-local function fail(msg, level) util.fail("tensormap", msg, (level or 2) + 1) end
-
-M.DTYPES = {
-  u8 = { 0, 1 }, u16 = { 1, 2 }, u32 = { 2, 4 }, i32 = { 3, 4 }, u64 = { 4, 8 }, i64 = { 5, 8 },
-  f16 = { 6, 2, float = true }, f32 = { 7, 4, float = true }, f64 = { 8, 8, float = true },
-  bf16 = { 9, 2, float = true }, f32_ftz = { 10, 4, float = true }, tf32 = { 11, 4, float = true },
-  tf32_ftz = { 12, 4, float = true },
-}
-local INTERLEAVE = { none = 0, ["16B"] = 1, ["32B"] = 2 }
-local SWIZZLE = { none = 0, ["32B"] = 1, ["64B"] = 2, ["128B"] = 3 }
-local SWIZZLE_SPAN = { none = math.huge, ["32B"] = 32, ["64B"] = 64, ["128B"] = 128 }
-local L2 = { none = 0, ["64B"] = 1, ["128B"] = 2, ["256B"] = 3 }
-local OOB = { zero = 0, nan = 1 }
-
-local function names(t)
-  local s = {}
-  for k in pairs(t) do s[#s + 1] = k end
-  table.sort(s)
-  return table.concat(s, ", ")
-end
-
-local function enum(field, v, t)
-  if type(v) ~= "string" or t[v] == nil then
-    fail(("%s = %s is not one of %s"):format(field, util.describe(v), names(t)), 3)
-  end
-  return t[v]
-end
-
--- A list of `n` positive integers (n == nil: 1..5 entries), each checked by `each`.
-local function int_list(field, v, n, lo, hi)
-  if type(v) ~= "table" then fail(("%s must be a table of integers (got %s)"):format(field, type(v)), 3) end
-  if n and #v ~= n then fail(("%s has %d entries but the tensor has rank %d"):format(field, #v, n), 3) end
-  if not n and (#v < 1 or #v > 5) then fail(("%s has %d entries (rank must be 1..5)"):format(field, #v), 3) end
-  for i = 1, #v do
-    local x = v[i]
-    if not util.is_integer(x) or x < lo or x > hi then
-      fail(("%s[%d] = %s is outside %s..%s"):format(field, i, util.describe(x), tostring(lo),
-           hi == 2 ^ 32 and "2^32" or hi == 2 ^ 40 - 1 and "2^40-1" or tostring(hi)), 3)
-    end
-  end
-  return v
-end
-
 local FIELDS = { buffer = true, ptr = true, bytes = true, dtype = true, dims = true, strides = true, box = true,
                  element_strides = true, swizzle = true, interleave = true, l2_promotion = true, oob_fill = true,
-                 load_only = true }
+                 load_only = true, im2col = true }
+local IM2COL_FIELDS = { lower = true, upper = true, channels = true, pixels = true }
+-- im2col corner offsets: one 16-bit offset in 3D, two 8-bit in 4D, three 5-bit in 5D (cuda.h).
+local CORNER = { [3] = 32768, [4] = 128, [5] = 16 }
+
+local function copy(t) local r = {} for i = 1, #t do r[i] = t[i] end return r end
+
+-- Shared by both encodings: where, dtype, dims, modes, strides, element strides.
+local function common(spec, min_rank, max_rank)
+  local address, size, buf = R.where(spec)
+  local dt = R.dtype(spec.dtype)
+  local dims = R.int_list("dims", spec.dims, nil, 1, 2 ^ 32)
+  local rank = #dims
+  if rank < min_rank or rank > max_rank then
+    fail(("dims has %d entries but an im2col map has rank %d..%d"):format(rank, min_rank, max_rank), 3)
+  end
+  local m = R.modes(spec, dt, rank, 3)
+  local align, why = R.alignment(dt, m.interleave, spec.dtype)
+  R.check_address(address, align, why)
+  local strides, span = R.layout(dt, dims, spec.strides, size, align)
+  if spec.load_only ~= nil and type(spec.load_only) ~= "boolean" then
+    fail(("load_only must be a boolean (got %s)"):format(type(spec.load_only)), 3)
+  end
+  -- Measured on the H200: a tensor store clips the innermost dimension to whole 16-byte units,
+  -- so a last partial unit is written in full, past the tensor's edge. Loads are unaffected.
+  local inner_bytes = R.global_bytes(dt, dims[1])
+  if inner_bytes % 16 ~= 0 and not spec.load_only then
+    fail(("dims[1] * %s bytes = %s is not a multiple of 16: a tensor store writes whole 16-byte units at the edge, past the tensor (pass load_only = true for a map only loaded from)"):format(
+         tostring(dt[2] / 8), tostring(inner_bytes)), 3)
+  end
+  local estr = spec.element_strides
+  if estr == nil then
+    estr = {}
+    for i = 1, rank do estr[i] = 1 end
+  end
+  R.int_list("element_strides", estr, rank, 1, 8)
+  return { address = address, size = size, buffer = buf, dt = dt, dims = dims, rank = rank, m = m, align = align,
+           strides = strides, span = span, estr = estr }
+end
+
+local function arrays(c)
+  local cdims = ffi.new("unsigned long long[5]")
+  local cstrides = ffi.new("unsigned long long[5]")
+  local cestr = ffi.new("unsigned[5]")
+  for i = 1, c.rank do cdims[i - 1] = c.dims[i]; cestr[i - 1] = c.estr[i] end
+  for i = 1, c.rank - 1 do cstrides[i - 1] = c.strides[i] end
+  return cdims, cstrides, cestr
+end
+
+local function object(spec, c, map, extra)
+  local t = {
+    map = map[0], holder = map, buffer = c.buffer, address = c.address, size = c.size, span = c.span,
+    dtype = spec.dtype, elem_bytes = c.dt[2] / 8, rank = c.rank, dims = copy(c.dims), strides = copy(c.strides),
+    element_strides = copy(c.estr), swizzle = c.m.swizzle, interleave = c.m.interleave,
+    l2_promotion = c.m.l2_promotion, oob_fill = c.m.oob_fill, load_only = spec.load_only or false, align = c.align,
+  }
+  for k, v in pairs(extra) do t[k] = v end
+  return setmetatable(t, TensorMap)
+end
+
+local function tiled(spec, c)
+  local box = R.int_list("box", spec.box, c.rank, 1, 256)
+  local dt = c.dt
+  if dt.box1 and box[1] ~= dt.box1 then
+    fail(("box[1] = %d but dtype %s loads exactly %d values per row"):format(box[1], spec.dtype, dt.box1), 2)
+  end
+  local smem_elem = dt.packed or dt[2] / 8       -- bytes per element in shared memory
+  local inner = box[1] * smem_elem
+  R.inner(("box[1] * %s bytes"):format(tostring(smem_elem)), inner, c.m)
+  local box_bytes = smem_elem
+  local rows = 1
+  for i = 1, c.rank do
+    -- element strides skip along dimensions 2..rank; dimension 1 is always dense (cuda.h)
+    local n = (i == 1 and c.m.il == 0) and box[1] or math.ceil(box[i] / c.estr[i])
+    box_bytes = box_bytes * n
+    if i > 1 then rows = rows * n end
+  end
+  -- measured on the H200 (spec/swizzle_spec.lua): with a swizzle, each row takes the whole span
+  -- in shared memory, while the transaction count stays the data bytes
+  local span = R.SPAN[c.m.swizzle]
+  local smem_bytes = (c.m.il == 0 and span < math.huge and inner < span) and span * rows or box_bytes
+  R.device_supports(dt, spec.dtype)
+  local map = ffi.new("CUtensorMap[1]")
+  local cdims, cstrides, cestr = arrays(c)
+  local cbox = ffi.new("unsigned[5]")
+  for i = 1, c.rank do cbox[i - 1] = box[i] end
+  local m = c.m
+  native.check(C.cuasync_tensormap_encode_tiled(map, dt[1], c.rank, c.address, cdims, cstrides, cbox, cestr,
+                                                m.il, m.sw, m.l2, m.oob, errbuf, ERRLEN))
+  return object(spec, c, map, { mode = "tiled", box = copy(box), box_bytes = box_bytes, smem_bytes = smem_bytes })
+end
+
+local function im2col(spec, c)
+  local ic = spec.im2col
+  if type(ic) ~= "table" then fail(("im2col must be a table {lower, upper, channels, pixels} (got %s)"):format(type(ic)), 2) end
+  util.known_fields("tensormap", ic, IM2COL_FIELDS, 3)
+  if spec.box ~= nil then fail("give box or im2col, not both (an im2col map's box is channels x pixels)", 2) end
+  local n, lim = c.rank - 2, CORNER[c.rank]
+  local why = ("a rank-%d im2col map has %d spatial dimension%s"):format(c.rank, n, n == 1 and "" or "s")
+  local lower = R.int_list("im2col.lower", ic.lower, n, -lim, lim - 1, why)
+  local upper = R.int_list("im2col.upper", ic.upper, n, -lim, lim - 1, why)
+  for i = 1, n do
+    -- the window's first positions run from lower to dims + upper - 1 along each spatial dimension
+    if c.dims[i + 1] + upper[i] - lower[i] < 1 then
+      fail(("im2col: spatial dimension %d has no pixels (dims[%d] = %d, lower %d, upper %d: the bounding box must have non-zero area)"):format(
+           i, i + 1, c.dims[i + 1], lower[i], upper[i]), 2)
+    end
+  end
+  local channels = ic.channels
+  if not util.is_integer(channels) or channels < 1 or channels > 256 then
+    fail(("im2col.channels = %s is outside 1..256"):format(util.describe(channels)), 2)
+  end
+  local pixels = ic.pixels
+  if not util.is_integer(pixels) or pixels < 1 or pixels > 1024 then
+    fail(("im2col.pixels = %s is outside 1..1024"):format(util.describe(pixels)), 2)
+  end
+  local dt = c.dt
+  if dt.packed then fail(("dtype %s: packed types are not supported in im2col maps by cuasync"):format(spec.dtype), 2) end
+  local esize = dt[2] / 8
+  R.inner(("im2col.channels * %d bytes"):format(esize), channels * esize, c.m)
+  local map = ffi.new("CUtensorMap[1]")
+  local cdims, cstrides, cestr = arrays(c)
+  local clower, cupper = ffi.new("int[3]"), ffi.new("int[3]")
+  for i = 1, n do clower[i - 1] = lower[i]; cupper[i - 1] = upper[i] end
+  local m = c.m
+  native.check(C.cuasync_tensormap_encode_im2col(map, dt[1], c.rank, c.address, cdims, cstrides, clower, cupper,
+                                                 channels, pixels, cestr, m.il, m.sw, m.l2, m.oob, errbuf, ERRLEN))
+  return object(spec, c, map, { mode = "im2col", lower = copy(lower), upper = copy(upper), channels = channels,
+                                pixels = pixels, box_bytes = channels * pixels * esize,
+                                smem_bytes = channels * pixels * esize })
+end
 
 function M.new(spec)
   util.kind("tensormap", "spec", spec, "table", 2)
   util.known_fields("tensormap", spec, FIELDS, 2)
-  -- where: a device buffer (its size is checked) or a raw address (with optional bytes)
-  local address, size
-  if spec.buffer ~= nil then
-    if spec.ptr ~= nil then fail("give buffer or ptr, not both") end
-    if not ffi.istype(buffer.buffer_t, spec.buffer) then
-      fail(("buffer must be a cuasync buffer (got %s)"):format(util.describe(spec.buffer)))
-    end
-    if spec.buffer.ptr == 0 then fail("buffer is closed") end
-    address, size = spec.buffer.ptr, tonumber(spec.buffer.nbytes)
-  elseif spec.ptr ~= nil then
-    address = ffi.cast("uint64_t", spec.ptr)
-    if spec.bytes ~= nil then size = util.count("tensormap", "bytes", spec.bytes, 2) end
-  else
-    fail("buffer (or ptr) is required: the global memory the map describes")
-  end
-  local dt = M.DTYPES[spec.dtype]
-  if not dt then fail(("dtype = %s is not one of %s"):format(util.describe(spec.dtype), names(M.DTYPES))) end
-  local esize = dt[2]
-  local dims = int_list("dims", spec.dims, nil, 1, 2 ^ 32)
-  local rank = #dims
-  local interleave = spec.interleave or "none"
-  local il = enum("interleave", interleave, INTERLEAVE)
-  local swizzle = spec.swizzle or "none"
-  local sw = enum("swizzle", swizzle, SWIZZLE)
-  local l2 = enum("l2_promotion", spec.l2_promotion or "none", L2)
-  local oob_fill = spec.oob_fill or "zero"
-  local oob = enum("oob_fill", oob_fill, OOB)
-  if il ~= 0 and rank < 3 then fail(("interleave = %s needs rank 3..5 (dims has %d entries)"):format(interleave, rank)) end
-  if interleave == "32B" and swizzle ~= "32B" then
-    fail(("interleave = 32B requires swizzle = 32B (got %s)"):format(swizzle))
-  end
-  if oob == 1 and not dt.float then fail(("oob_fill = nan needs a floating-point dtype (got %s)"):format(spec.dtype)) end
-  local align = interleave == "32B" and 32 or 16   -- address and strides alike
-  local a = tonumber(address % align)
-  if a ~= 0 then
-    fail(("address 0x%x is not %d-byte aligned (tensor maps need %d)"):format(tonumber(address), align, align))
-  end
-  -- strides: rank - 1 byte strides of dimensions 2..rank; packed row-major by default
-  local strides = spec.strides
-  if strides == nil then
-    strides = {}
-    local s = dims[1] * esize
-    for i = 2, rank do
-      strides[i - 1] = s
-      s = s * dims[i]
-    end
-  end
-  int_list("strides", strides, rank - 1, 1, 2 ^ 40 - 1)
-  local span = dims[1] * esize
-  for i = 1, rank - 1 do
-    if strides[i] % align ~= 0 then
-      fail(("strides[%d] = %d is not a multiple of %d bytes"):format(i, strides[i], align))
-    end
-    if strides[i] < span then
-      fail(("strides[%d] = %d is smaller than dimension %d's extent of %d bytes (rows would overlap)"):format(
-           i, strides[i], i, span))
-    end
-    span = strides[i] * dims[i + 1]
-  end
-  if size and span > size then
-    fail(("the tensor spans %d bytes but the buffer holds %d"):format(span, size))
-  end
-  -- Measured on the H200: a tensor store clips the innermost dimension to whole 16-byte units, so
-  -- a last partial unit is written in full, past the tensor's edge (the next row's padding, or
-  -- past the buffer's end). Loads are unaffected.
-  if spec.load_only ~= nil and type(spec.load_only) ~= "boolean" then
-    fail(("load_only must be a boolean (got %s)"):format(type(spec.load_only)))
-  end
-  if (dims[1] * esize) % 16 ~= 0 and not spec.load_only then
-    fail(("dims[1] * %d bytes = %d is not a multiple of 16: a tensor store writes whole 16-byte units at the edge, past the tensor (pass load_only = true for a map only loaded from)"):format(
-         esize, dims[1] * esize))
-  end
-  local box = int_list("box", spec.box, rank, 1, 256)
-  local estr = spec.element_strides or {}
-  if spec.element_strides == nil then for i = 1, rank do estr[i] = 1 end end
-  int_list("element_strides", estr, rank, 1, 8)
-  local inner = box[1] * esize
-  if il == 0 and inner % 16 ~= 0 then
-    fail(("box[1] * %d bytes = %d is not a multiple of 16 (the inner box dimension moves 16-byte units)"):format(esize, inner))
-  end
-  if il == 0 and inner > SWIZZLE_SPAN[swizzle] then
-    fail(("box[1] * %d bytes = %d exceeds the %s swizzle span"):format(esize, inner, swizzle))
-  end
-  local box_bytes = esize
-  for i = 1, rank do box_bytes = box_bytes * math.ceil(box[i] / estr[i]) end
+  if spec.im2col ~= nil then return im2col(spec, common(spec, 3, 5)) end
+  if spec.box == nil then fail("box is required (elements per dimension one load brings), or im2col") end
+  return tiled(spec, common(spec, 1, 5))
+end
 
-  local map = ffi.new("CUtensorMap[1]")
-  local cdims = ffi.new("unsigned long long[5]")
-  local cstrides = ffi.new("unsigned long long[5]")
-  local cbox = ffi.new("unsigned[5]")
-  local cestr = ffi.new("unsigned[5]")
-  for i = 1, rank do cdims[i - 1] = dims[i]; cbox[i - 1] = box[i]; cestr[i - 1] = estr[i] end
-  for i = 1, rank - 1 do cstrides[i - 1] = strides[i] end
-  native.check(C.cuasync_tensormap_encode_tiled(map, dt[1], rank, address, cdims, cstrides, cbox, cestr,
-                                                il, sw, l2, oob, errbuf, ERRLEN))
-  local copy = function(t) local r = {} for i = 1, #t do r[i] = t[i] end return r end
-  return setmetatable({
-    map = map[0], holder = map, buffer = spec.buffer, address = address, dtype = spec.dtype, elem_bytes = esize,
-    rank = rank, dims = copy(dims), strides = copy(strides), box = copy(box), element_strides = copy(estr),
-    swizzle = swizzle, interleave = interleave, l2_promotion = spec.l2_promotion or "none", oob_fill = oob_fill,
-    box_bytes = box_bytes, load_only = spec.load_only or false,
-  }, TensorMap)
+-- tm:replace_address(buffer | ptr[, bytes]): the same map over other memory, checked like the
+-- original (alignment, and that the new memory holds the whole tensor).
+function TensorMap:replace_address(where, bytes)
+  local who = "tensormap.replace_address"
+  local spec = { ptr = where, bytes = bytes }
+  if type(where) == "cdata" and ffi.istype(buffer.buffer_t, where) then spec = { buffer = where } end
+  if where == nil then spec = {} end
+  local address, size, buf = R.where(spec, who)
+  if tonumber(address % self.align) ~= 0 then
+    util.fail(who, ("address 0x%x is not %d-byte aligned (this map needs %d)"):format(tonumber(address), self.align,
+              self.align))
+  end
+  if size and size < self.span then
+    util.fail(who, ("the tensor spans %d bytes but the new memory holds %d"):format(self.span, size))
+  end
+  native.check(C.cuasync_tensormap_replace_address(self.holder, address, errbuf, ERRLEN))
+  self.address, self.size, self.buffer = address, size, buf
+  return self
 end
 
 function TensorMap:describe()
   local function l(t) return "{" .. table.concat(t, ", ") .. "}" end
-  return ("tensormap %s rank %d at 0x%x: dims %s, strides %s bytes, box %s (%d bytes), element strides %s, swizzle %s, interleave %s, l2 promotion %s, oob fill %s"):format(
-    self.dtype, self.rank, tonumber(self.address), l(self.dims), l(self.strides), l(self.box), self.box_bytes,
-    l(self.element_strides), self.swizzle, self.interleave, self.l2_promotion, self.oob_fill)
+  local shape
+  if self.mode == "im2col" then
+    shape = ("im2col lower %s upper %s, %d channels x %d pixels (%d bytes)"):format(l(self.lower), l(self.upper),
+      self.channels, self.pixels, self.box_bytes)
+  else
+    shape = ("box %s (%d bytes%s)"):format(l(self.box), self.box_bytes,
+      self.smem_bytes ~= self.box_bytes and (", %d in shared memory"):format(self.smem_bytes) or "")
+  end
+  return ("tensormap %s rank %d at 0x%x: dims %s, strides %s bytes, %s, element strides %s, swizzle %s, interleave %s, l2 promotion %s, oob fill %s%s"):format(
+    self.dtype, self.rank, tonumber(self.address), l(self.dims), l(self.strides), shape, l(self.element_strides),
+    self.swizzle, self.interleave, self.l2_promotion, self.oob_fill, self.load_only and ", load only" or "")
 end
 
 TensorMap.__tostring = TensorMap.describe

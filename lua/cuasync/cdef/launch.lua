@@ -7,6 +7,8 @@ int cuasync_launch(CUfunction fn, const CUlaunchConfig *config, void **params, c
                    char *err, size_t errlen);
 int cuasync_launch_max_active_clusters(CUfunction fn, const CUlaunchConfig *config, int *clusters,
                                        const char *name, char *err, size_t errlen);
+int cuasync_launch_max_cluster_size(CUfunction fn, const CUlaunchConfig *config, int *size,
+                                    const char *name, char *err, size_t errlen);
 ]]
 
 ffi.cdef(declarations)
