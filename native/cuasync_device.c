@@ -37,7 +37,7 @@ int cuasync_device_open(int ordinal, cuasync_device_props *p, char *err, size_t 
         A(5, max_grid[0]), A(6, max_grid[1]), A(7, max_grid[2]), A(8, smem_per_block),
         A(97, smem_optin), A(81, smem_per_sm), A(38, l2_bytes), A(120, cluster_launch),
         A(39, max_threads_per_sm), A(12, regs_per_block), A(13, clock_khz), A(36, mem_clock_khz),
-        A(37, bus_width_bits),
+        A(37, bus_width_bits), A(82, regs_per_sm), A(106, max_blocks_per_sm), A(111, reserved_smem_per_block),
 #undef A
     };
     int count, rc;

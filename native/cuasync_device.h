@@ -23,6 +23,9 @@ typedef struct cuasync_device_props {
     int clock_khz;
     int mem_clock_khz;
     int bus_width_bits;
+    int regs_per_sm;
+    int max_blocks_per_sm;
+    int reserved_smem_per_block;
     unsigned long long total_mem;
 } cuasync_device_props;
 

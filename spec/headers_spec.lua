@@ -35,6 +35,15 @@ extern "C" __global__ void every_wrapper(const __grid_constant__ cuasync::tensor
   tma::store(&map, buf, 1, 2, 3); tma::reduce_add(&map, buf, 1, 2, 3, 4); tma::prefetch(&map, 7, 8, 9, 10, 11);
   tma::load_im2col(buf, &map, &bar, 1, 2, 3, 1); tma::load_im2col(buf, &map, &bar, 1, 2, 3, 4, 1, 2);
   tma::load_im2col(buf, &map, &bar, 1, 2, 3, 4, 5, 1, 2, 3);
+  {
+    using namespace cuasync::cluster;
+    const dim a = ctaid(), b = nctaid(), c = id(), d = count();
+    g[3] = rank() + size() + a.x + b.y + c.z + d.x + is_cluster_launch();
+    unsigned *peer = map_shared_rank(buf, 1); peer[0] = 1;
+    const unsigned ra = map_shared_addr(buf, 1);
+    store_u32(ra, 5); g[4] = load_u32(ra) + atomic_add_u32(ra, 2); red_add_u32(ra, 3);
+    arrive(); arrive_relaxed(); wait(); sync(); arrive_remote(&bar, 1);
+  }
   stage_state<4> s = stage_state<4>::producer_start(); s.advance(); g[2] = s.phase + s.index;
   mbarrier::inval(&bar);
 }
@@ -71,6 +80,10 @@ local EXPECT = {
   "cp.reduce.async.bulk.tensor.4d.global.shared::cta.add.tile.bulk_group",
   "cp.async.bulk.prefetch.tensor.5d.L2.global.tile",
   "cp.async.bulk.tensor.3d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes",
+  "%cluster_ctaid.x", "%cluster_nctaid.y", "%clusterid.z", "%nclusterid.x", "%is_explicit_cluster", "mapa.u64",
+  "ld.shared::cluster.u32", "st.shared::cluster.u32", "atom.relaxed.cluster.shared::cluster.add.u32",
+  "red.relaxed.cluster.shared::cluster.add.u32", "barrier.cluster.arrive.release;", "barrier.cluster.arrive.relaxed;",
+  "barrier.cluster.wait.acquire;",
   "cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes",
   "cp.async.bulk.tensor.5d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes",
 }
@@ -94,6 +107,8 @@ describe("device headers", function()
     { "cuasync::bulk::elect_one()", "cuasync: elect_one needs sm_90 (PTX ISA 8.0)" },
     { "cuasync::bulk::reduce_add((unsigned *)0, (const unsigned *)0, 16)", "cuasync: reduce_add needs sm_90 (PTX ISA 8.0)" },
     { "cuasync::mbarrier::expect_tx(0, 16)", "cuasync: expect_tx needs sm_90 (PTX ISA 8.0)" },
+    { "cuasync::cluster::map_shared_addr(0, 1)", "cuasync: map_shared_addr needs sm_90 (PTX ISA 8.0)" },
+    { "cuasync::cluster::arrive()", "cuasync: arrive needs sm_90 (PTX ISA 8.0)" },
   }) do
     it("refuses " .. case[1] .. " for sm_80 by name", function()
       local src = '#include <cuasync/cuasync.cuh>\nextern "C" __global__ void k() { ' .. case[1] .. '; }\n'

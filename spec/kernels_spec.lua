@@ -64,6 +64,14 @@ local EXPECT = {
     "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
     "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group", "fence.proxy.async.shared::cta",
   },
+  ["cluster.cu"] = {
+    "%cluster_ctarank", "%cluster_nctarank", "%cluster_ctaid.x", "%cluster_nctaid.z", "%clusterid.y", "%nclusterid.x",
+    "%is_explicit_cluster", "mapa.shared::cluster.u32", "red.relaxed.cluster.shared::cluster.add.u32",
+    "st.shared::cluster.u32", "barrier.cluster.arrive.release;", "barrier.cluster.wait.acquire;",
+    "barrier.cluster.arrive.release.aligned", "atom.global.add.u32",
+    "mbarrier.arrive.release.cluster.shared::cluster.b64",
+    "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster",
+  },
   ["bulk_reduce.cu"] = {
     "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.u32",
     "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32",

@@ -1,40 +1,164 @@
-// cuasync/cluster.cuh — thread-block clusters: where this block sits in its cluster, and the
-// cluster-wide barrier. (The distributed-shared-memory tools build on these.)
+// cuasync/cluster.cuh — thread-block clusters: where this block sits in its cluster, the
+// cluster-wide barrier (whole, or split into arrive and wait so that local work overlaps it),
+// and distributed shared memory: another block's shared memory, mapped (mapa) and then loaded,
+// stored or updated atomically. A block must not exit while another block of its cluster may
+// still touch its shared memory: end with sync() (or arrive + wait).
 #pragma once
 
-#include <cuasync/mbarrier.cuh>   // CUASYNC_NEEDS_SM90
+#include <cuasync/mbarrier.cuh>   // CUASYNC_NEEDS_SM90, smem_addr, arrive_cluster
 
 namespace cuasync {
 namespace cluster {
 
+struct dim { unsigned x, y, z; };
+
 #if __CUDA_ARCH__ >= 900
+#define CUASYNC_SREG(fn, reg)                                              \
+    __device__ __forceinline__ unsigned fn()                               \
+    {                                                                      \
+        unsigned r;                                                        \
+        asm volatile("mov.u32 %0, %%" reg ";" : "=r"(r));                  \
+        return r;                                                          \
+    }
 // mov.u32 r, %cluster_ctarank;                                        // PTX ISA 7.8, sm_90
-__device__ __forceinline__ unsigned rank()
-{
-    unsigned r;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-    return r;
-}
-
+CUASYNC_SREG(rank, "cluster_ctarank")
 // mov.u32 r, %cluster_nctarank;                                       // PTX ISA 7.8, sm_90
-__device__ __forceinline__ unsigned size()
+CUASYNC_SREG(size, "cluster_nctarank")
+#undef CUASYNC_SREG
+
+#define CUASYNC_SREG3(fn, reg)                                             \
+    __device__ __forceinline__ dim fn()                                    \
+    {                                                                      \
+        dim d;                                                             \
+        asm volatile("mov.u32 %0, %%" reg ".x;\n\tmov.u32 %1, %%" reg ".y;\n\tmov.u32 %2, %%" reg ".z;" \
+                     : "=r"(d.x), "=r"(d.y), "=r"(d.z));                   \
+        return d;                                                          \
+    }
+// mov.u32 r, %cluster_ctaid.{x,y,z};   this block's position in its cluster   PTX ISA 7.8, sm_90
+CUASYNC_SREG3(ctaid, "cluster_ctaid")
+// mov.u32 r, %cluster_nctaid.{x,y,z};  the cluster's shape in blocks          PTX ISA 7.8, sm_90
+CUASYNC_SREG3(nctaid, "cluster_nctaid")
+// mov.u32 r, %clusterid.{x,y,z};       this cluster's position in the grid    PTX ISA 7.8, sm_90
+CUASYNC_SREG3(id, "clusterid")
+// mov.u32 r, %nclusterid.{x,y,z};      the grid's shape in clusters           PTX ISA 7.8, sm_90
+CUASYNC_SREG3(count, "nclusterid")
+#undef CUASYNC_SREG3
+
+// mov.pred p, %is_explicit_cluster;                                   // PTX ISA 7.8, sm_90
+// True when the launch gave cluster dims (every sm_90 launch is a cluster of 1 otherwise).
+__device__ __forceinline__ bool is_cluster_launch()
 {
     unsigned r;
-    asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(r));
-    return r;
+    asm volatile("{\n\t.reg .pred p;\n\tmov.pred p, %%is_explicit_cluster;\n\tselp.u32 %0, 1, 0, p;\n\t}" : "=r"(r));
+    return r != 0;
 }
 
-// barrier.cluster.arrive.release; barrier.cluster.wait.acquire;       // PTX ISA 8.0, sm_90
+// barrier.cluster.arrive.release.aligned; barrier.cluster.wait.acquire.aligned;   PTX ISA 8.0, sm_90
 // Every thread of every block of the cluster; orders shared-memory writes (barrier inits
 // included) before any block of the cluster reads them or copies into them.
 __device__ __forceinline__ void sync()
 {
     asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
 }
+
+// barrier.cluster.arrive.release;                                     // PTX ISA 8.0, sm_90
+// The first half of sync(): this thread's earlier writes are released to whoever waits.
+__device__ __forceinline__ void arrive()
+{
+    asm volatile("barrier.cluster.arrive.release;" ::: "memory");
+}
+
+// barrier.cluster.arrive.relaxed;                                     // PTX ISA 8.0, sm_90
+// Arrive without ordering this thread's writes (only the rendezvous itself is needed).
+__device__ __forceinline__ void arrive_relaxed()
+{
+    asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory");
+}
+
+// barrier.cluster.wait.acquire;                                       // PTX ISA 8.0, sm_90
+// The second half: returns once every thread of the cluster has arrived; what they released
+// is visible.
+__device__ __forceinline__ void wait()
+{
+    asm volatile("barrier.cluster.wait.acquire;" ::: "memory");
+}
+
+// mapa.u64 d, a, cta;                                                 // PTX ISA 7.8, sm_90
+// The generic address of the same shared-memory object in block `cta_rank` of this cluster:
+// ordinary loads, stores and atomics through it reach that block's shared memory.
+template <typename T>
+__device__ __forceinline__ T *map_shared_rank(T *p, unsigned cta_rank)
+{
+    unsigned long long r;
+    asm volatile("mapa.u64 %0, %1, %2;" : "=l"(r) : "l"(p), "r"(cta_rank));
+    return (T *)r;
+}
+
+// mapa.shared::cluster.u32 d, a, cta;                                 // PTX ISA 7.8, sm_90
+// The same, as a 32-bit shared::cluster address for the explicit operations below.
+__device__ __forceinline__ unsigned map_shared_addr(const void *p, unsigned cta_rank)
+{
+    unsigned r;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(smem_addr(p)), "r"(cta_rank));
+    return r;
+}
+
+// ld.shared::cluster.u32 v, [a];                                      // PTX ISA 7.8, sm_90
+__device__ __forceinline__ unsigned load_u32(unsigned cluster_addr)
+{
+    unsigned v;
+    asm volatile("ld.shared::cluster.u32 %0, [%1];" : "=r"(v) : "r"(cluster_addr) : "memory");
+    return v;
+}
+
+// st.shared::cluster.u32 [a], v;                                      // PTX ISA 7.8, sm_90
+__device__ __forceinline__ void store_u32(unsigned cluster_addr, unsigned v)
+{
+    asm volatile("st.shared::cluster.u32 [%0], %1;" :: "r"(cluster_addr), "r"(v) : "memory");
+}
+
+// atom.relaxed.cluster.shared::cluster.add.u32 old, [a], v;           // PTX ISA 7.8, sm_90
+__device__ __forceinline__ unsigned atomic_add_u32(unsigned cluster_addr, unsigned v)
+{
+    unsigned old;
+    asm volatile("atom.relaxed.cluster.shared::cluster.add.u32 %0, [%1], %2;"
+                 : "=r"(old) : "r"(cluster_addr), "r"(v) : "memory");
+    return old;
+}
+
+// red.relaxed.cluster.shared::cluster.add.u32 [a], v;                 // PTX ISA 7.8, sm_90
+// The atomic add when the old value is not needed (no round trip back to this thread).
+__device__ __forceinline__ void red_add_u32(unsigned cluster_addr, unsigned v)
+{
+    asm volatile("red.relaxed.cluster.shared::cluster.add.u32 [%0], %1;" :: "r"(cluster_addr), "r"(v) : "memory");
+}
+
+// mapa + mbarrier.arrive.release.cluster.shared::cluster.b64 (mbarrier.cuh)   PTX ISA 8.0, sm_90
+// Arrive on the barrier at the same offset in block cta_rank: a consumer in one block releasing
+// a stage that a multicast from another block fills.
+__device__ __forceinline__ void arrive_remote(mbarrier_t *bar, unsigned cta_rank)
+{
+    mbarrier::arrive_cluster(bar, cta_rank);
+}
 #else
 CUASYNC_NEEDS_SM90(rank)
 CUASYNC_NEEDS_SM90(size)
+CUASYNC_NEEDS_SM90(ctaid)
+CUASYNC_NEEDS_SM90(nctaid)
+CUASYNC_NEEDS_SM90(id)
+CUASYNC_NEEDS_SM90(count)
+CUASYNC_NEEDS_SM90(is_cluster_launch)
 CUASYNC_NEEDS_SM90(sync)
+CUASYNC_NEEDS_SM90(arrive)
+CUASYNC_NEEDS_SM90(arrive_relaxed)
+CUASYNC_NEEDS_SM90(wait)
+CUASYNC_NEEDS_SM90(map_shared_rank, void *, unsigned)
+CUASYNC_NEEDS_SM90(map_shared_addr, const void *, unsigned)
+CUASYNC_NEEDS_SM90(load_u32, unsigned)
+CUASYNC_NEEDS_SM90(store_u32, unsigned, unsigned)
+CUASYNC_NEEDS_SM90(atomic_add_u32, unsigned, unsigned)
+CUASYNC_NEEDS_SM90(red_add_u32, unsigned, unsigned)
+CUASYNC_NEEDS_SM90(arrive_remote, mbarrier_t *, unsigned)
 #endif
 
 } // namespace cluster

@@ -80,7 +80,8 @@ function M.open(ordinal)
     max_block = { p.max_block[0], p.max_block[1], p.max_block[2] },
     max_grid = { p.max_grid[0], p.max_grid[1], p.max_grid[2] },
     max_threads_per_sm = p.max_threads_per_sm, regs_per_block = p.regs_per_block,
-    clock_khz = p.clock_khz, mem_clock_khz = p.mem_clock_khz, bus_width_bits = p.bus_width_bits,
+    regs_per_sm = p.regs_per_sm, max_blocks_per_sm = p.max_blocks_per_sm,
+    reserved_smem_per_block = p.reserved_smem_per_block, clock_khz = p.clock_khz, mem_clock_khz = p.mem_clock_khz, bus_width_bits = p.bus_width_bits,
     total_mem = tonumber(p.total_mem),
   }, Device)
   opened[ordinal] = dev

@@ -7,6 +7,7 @@ local launchcfg = require("cuasync.launchcfg")
 local signature = require("cuasync.signature")
 local streams = require("cuasync.stream")
 local util = require("cuasync.util")
+local clusters = require("cuasync.clusters")
 
 local C, errbuf, ERRLEN = native.C, native.errbuf, native.ERRLEN
 
@@ -90,8 +91,9 @@ function Kernel:reserve_smem(smem, attrs)
   end
 end
 
--- The CUlaunchConfig (and its attribute array) for a checked config.
-function Kernel:launch_config(cfg)
+-- The CUlaunchConfig (and its attribute array) for a checked config; a cluster launch is also
+-- checked against the driver's occupancy answers unless `no_preflight`.
+function Kernel:launch_config(cfg, no_preflight)
   local attrs = self:attributes()
   local c = launchcfg.check(cfg, self.device:limits(), attrs, self.name)
   local stream = streams.handle(c.stream)
@@ -120,7 +122,29 @@ function Kernel:launch_config(cfg)
   end
   lc.attrs = n > 0 and la or nil
   lc.numAttrs = n
+  if c.cluster and not no_preflight then self:cluster_preflight(lc, c, attrs) end
   return lc, la, c
+end
+
+local function query(fn, self, lc)
+  local n = ffi.new("int[1]")
+  native.check(fn(self.fn, lc, n, self.name, errbuf, ERRLEN))
+  return n[0]
+end
+
+-- Refuse, with the limit that makes it impossible, a cluster larger than this kernel can have
+-- in this config, or one that can never be resident.
+function Kernel:cluster_preflight(lc, c, attrs)
+  local size = c.cluster[1] * c.cluster[2] * c.cluster[3]
+  local info = { cluster = c.cluster, size = size, kernel = self.name, block = c.block, dev = self.device,
+                 k = { threads = c.threads, smem = c.smem + attrs.static_smem, regs = attrs.regs } }
+  if size > launchcfg.PORTABLE_CLUSTER then
+    info.max = query(C.cuasync_launch_max_cluster_size, self, lc)
+    if size > info.max then util.fail("launch", clusters.too_large(info), 4) end
+  end
+  if query(C.cuasync_launch_max_active_clusters, self, lc) == 0 then
+    util.fail("launch", clusters.never_resident(info), 4)
+  end
 end
 
 -- A function of exactly n arguments, generated so that LuaJIT compiles it straight: each
@@ -210,10 +234,26 @@ end
 
 -- How many clusters of cfg's shape can be co-resident (0: the config cannot run as clusters).
 function Kernel:max_active_clusters(cfg)
-  local lc = self:launch_config(cfg)
-  local n = ffi.new("int[1]")
-  native.check(C.cuasync_launch_max_active_clusters(self.fn, lc, n, self.name, errbuf, ERRLEN))
-  return n[0]
+  if type(cfg) == "table" and cfg.cluster == nil then
+    util.fail("kernel.max_active_clusters", "cfg.cluster is required (the cluster shape to count)")
+  end
+  return query(C.cuasync_launch_max_active_clusters, self, (self:launch_config(cfg, true)))
+end
+
+-- The largest cluster (in blocks) this kernel can have with cfg's block and shared memory
+-- (cuOccupancyMaxPotentialClusterSize); up to 16 with cfg.non_portable, else up to 8. cfg's
+-- cluster field, if any, is not used.
+function Kernel:max_cluster_size(cfg)
+  if type(cfg) == "table" and cfg.cluster ~= nil then
+    local c = {}
+    for k, v in pairs(cfg) do c[k] = v end
+    c.cluster, c.cluster_policy = nil, nil
+    cfg = c
+  end
+  local n = query(C.cuasync_launch_max_cluster_size, self, (self:launch_config(cfg, true)))
+  -- the attribute non_portable sets stays set on the function: without it, 8 is the most a launch may ask
+  if not cfg.non_portable and n > launchcfg.PORTABLE_CLUSTER then n = launchcfg.PORTABLE_CLUSTER end
+  return n
 end
 
 M.Kernel = Kernel
