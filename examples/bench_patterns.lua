@@ -12,17 +12,8 @@ local cuasync = require("cuasync")
 local patterns = cuasync.patterns
 local random = dofile((arg[0]:match("^(.*)/[^/]*$") or ".") .. "/_random.lua")
 
-local opts = { bytes = 2 ^ 30, rounds = 5, reps = 10 }
-local i = 1
-while i <= #arg do
-  local k = arg[i]:match("^%-%-(.+)$")
-  if not k or opts[k] == nil or tonumber(arg[i + 1]) == nil then
-    io.stderr:write("usage: bench_patterns.lua [--bytes N] [--rounds N] [--reps N]\n")
-    os.exit(2)
-  end
-  opts[k] = tonumber(arg[i + 1])
-  i = i + 2
-end
+local opts = dofile((arg[0]:match("^(.*)/[^/]*$") or ".") .. "/_args.lua")({ bytes = 2 ^ 30, rounds = 5, reps = 10 },
+  "bench_patterns.lua [--bytes N] [--rounds N] [--reps N]")
 
 -- pattern, and the { stages[, tile_bytes] } to try (false: the pattern has neither). Copies
 -- through shared memory ran best on the H200 with ~40 KiB in flight per SM in 4 KiB pieces
@@ -71,7 +62,6 @@ random.fill(host_in.ptr, n / 2)
 local inp, out = cuasync.alloc(bytes), cuasync.alloc(bytes)
 inp:upload(host_in)
 
-local median = cuasync.median
 local function gbps(ms) return 2 * bytes / (ms * 1e6) end
 
 -- every variant: poisoned, run once at its default grid, every element verified
@@ -95,16 +85,11 @@ for _, v in ipairs(variants) do
 end
 print(("every variant verified (%d elements each, output poisoned first)"):format(n))
 
-for _ = 1, opts.rounds do
-  for _, r in ipairs(runs) do
-    r.times[#r.times + 1] = cuasync.bench(r.run, { warmup = 2, reps = opts.reps }).median
-  end
-end
+cuasync.bench_rounds(runs, { rounds = opts.rounds, reps = opts.reps })
 
-local base = median(runs[1].times)
+local base = runs[1].ms
 for j = 2, #runs do
   local r = runs[j]
-  r.ms = median(r.times)
   if not r.v.best or r.ms < r.v.best.ms then r.v.best = r end
 end
 

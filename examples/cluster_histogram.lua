@@ -10,17 +10,8 @@ local ffi = require("ffi")
 local cuasync = require("cuasync")
 local random = dofile((arg[0]:match("^(.*)/[^/]*$") or ".") .. "/_random.lua")
 
-local opts = { n = 2 ^ 26, bins = 32768, block = 512, reps = 10, rounds = 5 }
-local i = 1
-while i <= #arg do
-  local k = arg[i]:match("^%-%-(.+)$")
-  if not k or opts[k] == nil or not tonumber(arg[i + 1] or "") then
-    io.stderr:write("usage: cluster_histogram.lua [--n N] [--bins N (a power of two)] [--block N] [--reps N] [--rounds N]\n")
-    os.exit(2)
-  end
-  opts[k] = tonumber(arg[i + 1])
-  i = i + 2
-end
+local opts = dofile((arg[0]:match("^(.*)/[^/]*$") or ".") .. "/_args.lua")({ n = 2 ^ 26, bins = 32768, block = 512, reps = 10, rounds = 5 },
+  "cluster_histogram.lua [--n N] [--bins N (a power of two)] [--block N] [--reps N] [--rounds N]")
 local N, NB = opts.n, opts.bins
 assert(NB >= 16 and bit.band(NB, NB - 1) == 0, "--bins must be a power of two >= 16")
 assert(N % 2 == 0, "--n must be even")
@@ -71,18 +62,13 @@ for _, v in ipairs(variants) do
   for b = 0, NB - 1 do
     if got[b] ~= want[b] then error(("%s: bin %d is %d, the CPU counted %d"):format(v.label, b, got[b], want[b]), 0) end
   end
-  -- timed launches accumulate into hist; only the first run above is checked
-  v.timed = function() v.run() end
 end
-for _ = 1, opts.rounds do
-  for _, v in ipairs(variants) do
-    v.times[#v.times + 1] = cuasync.bench(v.timed, { warmup = 1, reps = opts.reps }).median
-  end
-end
-local base = cuasync.median(variants[1].times)
+-- timed launches accumulate into hist; only the first run above is checked
+cuasync.bench_rounds(variants, { rounds = opts.rounds, reps = opts.reps })
+local base = variants[1].ms
 print(("%-16s %9s %11s %9s  %s"):format("variant", "ms", "Gvalues/s", "vs global", "config"))
 for _, v in ipairs(variants) do
-  local ms = cuasync.median(v.times)
+  local ms = v.ms
   print(("%-16s %9.3f %11.2f %8.2fx  %s (verified)"):format(v.label, ms, N / (ms * 1e6), base / ms, v.note))
 end
 host:close(); data:close(); hist:close()

@@ -8,21 +8,10 @@
 -- tall; stages = inflight / box_bytes, one block per SM. With no GPU it compiles every variant
 -- and says that the launches were skipped.
 dofile((arg[0]:match("^(.*)/[^/]*$") or ".") .. "/_path.lua")
-local ffi = require("ffi")
 local cuasync = require("cuasync")
-local random = dofile((arg[0]:match("^(.*)/[^/]*$") or ".") .. "/_random.lua")
 
-local opts = { width = 16384, height = 16384, box_bytes = "4096,8192", inflight = 40960, reps = 10, rounds = 5 }
-local i = 1
-while i <= #arg do
-  local k = arg[i]:match("^%-%-(.+)$")
-  if not k or opts[k] == nil or arg[i + 1] == nil then
-    io.stderr:write("usage: tile_copy.lua [--width N] [--height N] [--box_bytes 4096,8192] [--inflight N] [--reps N] [--rounds N]\n")
-    os.exit(2)
-  end
-  opts[k] = type(opts[k]) == "number" and tonumber(arg[i + 1]) or arg[i + 1]
-  i = i + 2
-end
+local opts = dofile((arg[0]:match("^(.*)/[^/]*$") or ".") .. "/_args.lua")({ width = 16384, height = 16384, box_bytes = "4096,8192", inflight = 40960, reps = 10, rounds = 5 },
+  "tile_copy.lua [--width N] [--height N] [--box_bytes 4096,8192] [--inflight N] [--reps N] [--rounds N]")
 local W, Hh = opts.width, opts.height
 local bytes = W * Hh * 4
 local WIDTH = { none = 1024, ["32B"] = 32, ["64B"] = 64, ["128B"] = 128 }   -- box row bytes per mode
@@ -58,45 +47,29 @@ end
 local dev = cuasync.device(0)
 print(("%s, %d SMs; copying a %d x %d f32 matrix (%.2f GiB); %d rounds of %d launches (median of round medians)"):format(
   dev.name, dev.sms, W, Hh, bytes / 2 ^ 30, opts.rounds, opts.reps))
-local host = cuasync.host_alloc(bytes)
-random.fill(host.ptr, bytes / 8)
-local src, dst = cuasync.alloc(bytes), cuasync.alloc(bytes)
-src:upload(host)
-local back = cuasync.host_alloc(bytes)
-pcall(ffi.cdef, "int memcmp(const void *a, const void *b, size_t n);")
-local function verify(label)
-  ffi.fill(back.ptr, bytes, 0)
-  dst:download_to(back)
-  if ffi.C.memcmp(back.ptr, host.ptr, bytes) ~= 0 then error(label .. ": the copy differs from the source", 0) end
-end
-local function gbps(ms) return 2 * bytes / (ms * 1e6) end
-
-local base = { label = "cuMemcpyDtoD", run = function() dst:upload(src) end, times = {} }
-dst:fill(0xA5); base.run(); verify(base.label)
+local cp = dofile((arg[0]:match("^(.*)/[^/]*$") or ".") .. "/_copy.lua")(bytes)
+local base, gbps = cp.base, cp.gbps
+cp.check(base.label, base.run)
 for _, v in ipairs(variants) do
-  local tin = cuasync.tensormap{ buffer = src, dtype = "f32", dims = { W, Hh }, box = { v.bx, v.by }, swizzle = v.mode }
-  local tout = cuasync.tensormap{ buffer = dst, dtype = "f32", dims = { W, Hh }, box = { v.bx, v.by }, swizzle = v.mode }
+  local tin = cuasync.tensormap{ buffer = cp.src, dtype = "f32", dims = { W, Hh }, box = { v.bx, v.by }, swizzle = v.mode }
+  local tout = cuasync.tensormap{ buffer = cp.dst, dtype = "f32", dims = { W, Hh }, box = { v.bx, v.by }, swizzle = v.mode }
   v.k = v.mod:kernel("tile_copy", "tensormap, tensormap, u32, u32, u32, u32, u32")
   local tiles_x = W / v.bx
   local tiles = tiles_x * (Hh / v.by)
   v.run = v.k:prepare({ grid = dev.sms, block = 32, smem = v.smem }, tin, tout, tiles_x, tiles, tin.box_bytes, v.bx, v.by)
   v.maps = { tin, tout }
-  dst:fill(0xA5); v.run(); cuasync.synchronize(); verify(v.label)
+  cp.check(v.label, v.run)
 end
-for _ = 1, opts.rounds do
-  for _, v in ipairs({ base, unpack(variants) }) do
-    v.times[#v.times + 1] = cuasync.bench(v.run, { warmup = 2, reps = opts.reps }).median
-  end
-end
+cuasync.bench_rounds({ base, unpack(variants) }, { rounds = opts.rounds, reps = opts.reps })
 
-local base_ms = cuasync.median(base.times)
+local base_ms = base.ms
 print(("%-44s %8.3f ms %8.1f GB/s   1.000"):format(base.label, base_ms, gbps(base_ms)))
 local best
 for _, v in ipairs(variants) do
-  local ms = cuasync.median(v.times)
+  local ms = v.ms
   local ratio = base_ms / ms
   print(("%-44s %8.3f ms %8.1f GB/s   %.3f  (verified)"):format(v.label, ms, gbps(ms), ratio))
   if not best or ratio > best.ratio then best = { label = v.label, ratio = ratio } end
 end
 if best then print(("best: %s at %.3f of cuMemcpyDtoD"):format(best.label, best.ratio)) end
-host:close(); back:close(); src:close(); dst:close()
+cp.close()

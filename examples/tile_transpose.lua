@@ -8,17 +8,8 @@ local ffi = require("ffi")
 local cuasync = require("cuasync")
 local random = dofile((arg[0]:match("^(.*)/[^/]*$") or ".") .. "/_random.lua")
 
-local opts = { n = 8192, reps = 10, rounds = 5 }
-local i = 1
-while i <= #arg do
-  local k = arg[i]:match("^%-%-(.+)$")
-  if not k or opts[k] == nil or not tonumber(arg[i + 1] or "") then
-    io.stderr:write("usage: tile_transpose.lua [--n N (a multiple of 32)] [--reps N] [--rounds N]\n")
-    os.exit(2)
-  end
-  opts[k] = tonumber(arg[i + 1])
-  i = i + 2
-end
+local opts = dofile((arg[0]:match("^(.*)/[^/]*$") or ".") .. "/_args.lua")({ n = 8192, reps = 10, rounds = 5 },
+  "tile_transpose.lua [--n N (a multiple of 32)] [--reps N] [--rounds N]")
 local N = opts.n
 assert(N % 32 == 0 and N >= 32, "--n must be a positive multiple of 32")
 
@@ -73,14 +64,10 @@ for _, v in ipairs(variants) do
     end
   end
 end
-for _ = 1, opts.rounds do
-  for _, v in ipairs(variants) do
-    v.times[#v.times + 1] = cuasync.bench(v.run, { warmup = 2, reps = opts.reps }).median
-  end
-end
-local none_ms = cuasync.median(variants[1].times)
+cuasync.bench_rounds(variants, { rounds = opts.rounds, reps = opts.reps })
+local none_ms = variants[1].ms
 for _, v in ipairs(variants) do
-  local ms = cuasync.median(v.times)
+  local ms = v.ms
   print(("swizzle %-4s %8.3f ms %8.1f GB/s  %.2fx of no-swizzle speed  column read: %2d-way bank conflict  (verified)"):format(
     v.mode, ms, 2 * bytes / (ms * 1e6), none_ms / ms, v.conflicts))
 end

@@ -128,18 +128,10 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) fixed(unsigned *out)
       "cuasync.kernel.max_active_clusters: cfg.cluster is required (the cluster shape to count)")
   end)
 
-  local function random_words(n)
-    local h = ffi.new("uint32_t[?]", n)
-    for i = 0, n - 1 do h[i] = H.random_u32() end
-    local b = cuasync.alloc(n * 4)
-    b:upload(h, n * 4)
-    return b, h
-  end
-
   for _, size in ipairs({ 1, 2, 4, 8, 16 }) do
     gpu_it(("a histogram in the distributed shared memory of clusters of %d matches the CPU #gpu"):format(size), function()
       local n, nbins = 2 ^ 20 + H.random_u32() % 4096, 4096
-      local data, h = random_words(n)
+      local data, h = H.random_words(n)
       local want = {}
       for i = 0, nbins - 1 do want[i] = 0 end
       for i = 0, n - 1 do local bin = h[i] % nbins; want[bin] = want[bin] + 1 end
@@ -166,8 +158,8 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) fixed(unsigned *out)
     gpu_it(("a ring exchange through shared memory with the split barrier, clusters of %d #gpu"):format(size), function()
       local nclusters, per_block = 3, 1000 + H.random_u32() % 3000
       local blocks = nclusters * size
-      local tokens, ht = random_words(blocks)
-      local input, hi = random_words(blocks * per_block)
+      local tokens, ht = H.random_words(blocks)
+      local input, hi = H.random_words(blocks * per_block)
       local out = cuasync.alloc(blocks * 8)
       out:fill(0xA5)
       kernel("cluster_ring", "ptr, ptr, u32, ptr"):launch({ grid = blocks, block = 128, cluster = size,
@@ -193,7 +185,7 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) fixed(unsigned *out)
     gpu_it(("one multicast tile load lands in all %d blocks of a cluster, each checks its copy and arrives remotely #gpu"):format(size), function()
       local W, Hh = 4 * (30 + H.random_u32() % 30), 20 + H.random_u32() % 30
       local b0, b1 = 32, 8
-      local mat, h = random_words(W * Hh)
+      local mat, h = H.random_words(W * Hh)
       local tm = cuasync.tensormap{ buffer = mat, dtype = "u32", dims = { W, Hh }, box = { b0, b1 } }
       local n0, n1 = math.ceil(W / b0), math.ceil(Hh / b1)
       local blocks = n0 * n1 * size

@@ -38,6 +38,15 @@ function H.random_bytes(n)
   return out
 end
 
+-- n fresh random u32 in a device buffer: returns the buffer and the host copy.
+function H.random_words(n)
+  local h = ffi.new("uint32_t[?]", n)
+  for i = 0, n - 1 do h[i] = H.random_u32() end
+  local b = cuasync.alloc(n * 4)
+  b:upload(h, n * 4)
+  return b, h
+end
+
 -- Run a LuaJIT snippet in a new process with extra environment; returns ok, stdout+stderr.
 function H.luajit(code, env)
   local prefix = {}

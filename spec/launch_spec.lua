@@ -178,6 +178,12 @@ describe("kernel launch", function()
     assert.is_true(r.min > 0 and r.min <= r.median and r.median <= r.max)
     assert.equal(5, #r.times)
     assert.equal(8, x:download("float", 1)[0])   -- 1 + 2 warm-up + 5 reps
+    local vs = cuasync.bench_rounds({ { run = run }, { run = run } }, { rounds = 3, reps = 4, warmup = 1 })
+    for _, v in ipairs(vs) do
+      assert.equal(3, #v.times)
+      assert.equal(cuasync.median(v.times), v.ms)
+    end
+    assert.equal(8 + 2 * 3 * 5, x:download("float", 1)[0])   -- 2 variants x 3 rounds x (1 + 4)
     a:close(); b:close(); a:close()
     x:close()
   end)

@@ -63,6 +63,13 @@ describe("cuasync launch config", function()
       "cuasync.launch: cluster {4, 1, 1} differs from kernel 'k''s __cluster_dims__ {2, 1, 1}")
   end)
 
+  it("bench_rounds refuses what it cannot time", function()
+    assert.has.error(function() cuasync.bench_rounds({ { run = 1 } }) end, "cuasync.bench_rounds: variants[1].run must be a function")
+    assert.has.error(function() cuasync.bench_rounds({}, { round = 2 }) end,
+      "cuasync.bench_rounds: unknown field 'round' (fields: reps, rounds, warmup)")
+    assert.has.error(function() cuasync.bench_rounds({}, { rounds = 0 }) end, "cuasync.bench_rounds: rounds must be a positive integer (got 0)")
+  end)
+
   it("refuses clusters on a device without them", function()
     local old = { name = "sm_80 test device", max_threads_per_block = 1024, max_block = { 1024, 1024, 64 },
                   max_grid = { 2147483647, 65535, 65535 }, smem_optin = 166912, cluster = false }

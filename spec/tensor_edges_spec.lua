@@ -16,14 +16,6 @@ describe("tensormap edges", function()
     return mod:kernel(name, sig)
   end
 
-  local function random_matrix(n)
-    local h = ffi.new("uint32_t[?]", n)
-    for i = 0, n - 1 do h[i] = H.random_u32() end
-    local b = cuasync.alloc(n * 4)
-    b:upload(h, n * 4)
-    return b, h
-  end
-
   -- One 2D load at (c0, c1) through tm; returns the image as uint32 words.
   local function image(tm, c0, c1)
     local k = kernel("tensor_image_2d", "tensormap, ptr, u32, u32, i32, i32, ptr")
@@ -55,7 +47,7 @@ describe("tensormap edges", function()
   for _, fill in ipairs({ "zero", "nan" }) do
     gpu_it(("a box over the edge loads %s there #gpu"):format(fill), function()
       local W, Hh = 4 * (20 + H.random_u32() % 20), 20 + H.random_u32() % 20
-      local mat, h = random_matrix(W * Hh)
+      local mat, h = H.random_words(W * Hh)
       local tm = cuasync.tensormap{ buffer = mat, dtype = "f32", dims = { W, Hh }, box = { 32, 8 }, oob_fill = fill }
       for _, at in ipairs({ { W - 12, Hh - 3 }, { -8, -2 }, { W - 32, -7 }, { 4, 4 } }) do
         local img = image(tm, at[1], at[2])
@@ -138,8 +130,8 @@ print(ok and "RAN" or err)
 
   gpu_it("replace_address moves a map to another buffer, with the same rules #gpu", function()
     local W, Hh = 128, 32
-    local a = random_matrix(W * Hh)
-    local b, hb = random_matrix(W * Hh)
+    local a = H.random_words(W * Hh)
+    local b, hb = H.random_words(W * Hh)
     local tm = cuasync.tensormap{ buffer = a, dtype = "u32", dims = { W, Hh }, box = { 32, 8 } }
     local before = ffi.new("uint64_t[16]")
     ffi.copy(before, tm.map, 128)

@@ -44,4 +44,27 @@ function M.bench(fn, opts)
   return { median = M.median(times), min = lo, max = hi, mean = sum / reps, times = times }
 end
 
+-- cuasync.bench_rounds(variants, { rounds = 5, reps = 10, warmup = 2 }): time every variant's
+-- v.run in interleaved rounds (each round: every variant, one bench each), so that clock and
+-- thermal drift fall on all alike; sets v.times (each round's median) and v.ms (their median).
+function M.rounds(variants, opts)
+  util.kind("bench_rounds", "variants", variants, "table", 2)
+  opts = opts or {}
+  util.known_fields("bench_rounds", opts, { rounds = true, reps = true, warmup = true }, 2)
+  local rounds = util.count("bench_rounds", "rounds", opts.rounds or 5, 2)
+  for i, v in ipairs(variants) do
+    if type(v) ~= "table" or type(v.run) ~= "function" then
+      util.fail("bench_rounds", ("variants[%d].run must be a function"):format(i))
+    end
+    v.times = {}
+  end
+  for _ = 1, rounds do
+    for _, v in ipairs(variants) do
+      v.times[#v.times + 1] = M.bench(v.run, { warmup = opts.warmup or 2, reps = opts.reps or 10 }).median
+    end
+  end
+  for _, v in ipairs(variants) do v.ms = M.median(v.times) end
+  return variants
+end
+
 return M

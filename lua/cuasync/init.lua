@@ -38,6 +38,7 @@ local M = {
   event = streams.event,
   bench = bench.bench,
   median = bench.median,
+  bench_rounds = bench.rounds,
   copy = copy,
   patterns = patterns,
   tensormap = tensormap.new,
