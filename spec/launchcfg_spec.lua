@@ -58,6 +58,10 @@ describe("cuasync launch config", function()
       "cuasync.launch: block {1024, 1, 1} has 1024 threads but kernel 'k' can run at most 768 per block (its register use limits it)")
     assert.has.error(function() check({ grid = 1, block = 1, smem = 232448 }, sm90, kattrs, "k") end,
       "cuasync.launch: smem = 232448 plus 1024 bytes of static shared memory exceeds the device's 232448 bytes per block (smem_optin)")
+    local old = { max_threads = 1024, static_smem = 0, required_cluster = { 0, 0, 0 }, binary_version = 80 }
+    assert.has.error(function() check({ grid = 4, block = 1, cluster = 2 }, sm90, old, "k") end,
+      "cuasync.launch: kernel 'k' is built for sm_80, which has no thread-block clusters (build it for sm_90 or newer to launch it with cluster dims)")
+    check({ grid = 4, block = 1 }, sm90, old, "k")   -- without cluster dims it is fine
     local fixed = { max_threads = 1024, static_smem = 0, required_cluster = { 2, 1, 1 } }
     assert.has.error(function() check({ grid = 4, block = 1, cluster = 4 }, sm90, fixed, "k") end,
       "cuasync.launch: cluster {4, 1, 1} differs from kernel 'k''s __cluster_dims__ {2, 1, 1}")

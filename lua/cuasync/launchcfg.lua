@@ -119,6 +119,10 @@ function M.check(cfg, limits, attrs, kname)
       fail(("cluster %s has %d blocks (at most %d portable; set non_portable = true for up to %d)"):format(
            fmt(cluster), size, M.PORTABLE_CLUSTER, M.MAX_CLUSTER))
     end
+    if attrs and attrs.binary_version and attrs.binary_version < 90 then
+      fail(("kernel '%s' is built for sm_%d, which has no thread-block clusters (build it for sm_90 or newer to launch it with cluster dims)"):format(
+           kname or "?", attrs.binary_version))
+    end
     if attrs then
       local rc = attrs.required_cluster
       if rc and rc[1] > 0 and (rc[1] ~= cluster[1] or rc[2] ~= cluster[2] or rc[3] ~= cluster[3]) then
