@@ -125,9 +125,7 @@ extern "C" __global__ void cluster_multicast_check(const __grid_constant__ cuasy
         sums[blockIdx.x] = sum; bad[blockIdx.x] = wrong;
         cl::arrive_remote(&done, 0);                   // this block is done with its copy
         if (rank == 0) {
-            bool ok = false;
-            for (unsigned i = 0; i < 100000 && !ok; ++i) ok = mb::try_wait_parity(&done, 0, 10000);
-            released[ci] = ok;
+            released[ci] = mb::wait_parity_bounded(&done, 0, 100000);
         }
     }
     cl::sync();                                        // no block leaves while a copy may still land

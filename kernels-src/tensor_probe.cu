@@ -41,8 +41,7 @@ __device__ __forceinline__ void finish_image(cuasync::mbarrier_t *bar, unsigned 
 {
     __shared__ unsigned done;
     if (threadIdx.x == 0) {
-        unsigned ok = 0;
-        for (unsigned i = 0; i < 200000 && !ok; ++i) ok = mb::try_wait_parity(bar, 0, 10000);
+        const bool ok = mb::wait_parity_bounded(bar, 0, 200000);
         done = ok;
         status[0] = ok ? 1 : 2;
         status[1] = cuasync::smem_addr(image) % 1024;   // the swizzle pattern assumes 0

@@ -11,31 +11,28 @@
 
 #define READY() do { int rc_ = cuasync_driver_init(err, errlen); if (rc_) return rc_; } while (0)
 
-/* "{a, b, c}" of n unsigned 64-bit values into buf. */
-static void list_u64(char *buf, size_t len, const unsigned long long *v, unsigned n)
+/* "{a, b, c}" of n (at most 5) values into buf. The Lua side has bounded every value (dims
+ * <= 2^32, strides < 2^40, corners 16-bit), so a signed 64-bit print shows each exactly. */
+static void list(char *buf, size_t len, const long long *v, unsigned n)
 {
     size_t at = 0;
     at += (size_t)snprintf(buf + at, len - at, "{");
-    for (unsigned i = 0; i < n && at < len; i++)
-        at += (size_t)snprintf(buf + at, len - at, "%s%llu", i ? ", " : "", v[i]);
+    for (unsigned i = 0; i < n && i < 5 && at < len; i++)
+        at += (size_t)snprintf(buf + at, len - at, "%s%lld", i ? ", " : "", v[i]);
     if (at < len) snprintf(buf + at, len - at, "}");
 }
 
-static void list_i32(char *buf, size_t len, const int *v, unsigned n)
-{
-    size_t at = 0;
-    at += (size_t)snprintf(buf + at, len - at, "{");
-    for (unsigned i = 0; i < n && at < len; i++)
-        at += (size_t)snprintf(buf + at, len - at, "%s%d", i ? ", " : "", v[i]);
-    if (at < len) snprintf(buf + at, len - at, "}");
-}
-
-static void list_u32(char *buf, size_t len, const unsigned *v, unsigned n)
-{
-    unsigned long long w[5];
-    for (unsigned i = 0; i < n && i < 5; i++) w[i] = v[i];
-    list_u64(buf, len, w, n < 5 ? n : 5);
-}
+#define LIST_OF(name, type)                                                      \
+    static void name(char *buf, size_t len, const type *v, unsigned n)           \
+    {                                                                            \
+        long long w[5];                                                          \
+        for (unsigned i = 0; i < n && i < 5; i++) w[i] = (long long)v[i];        \
+        list(buf, len, w, n);                                                    \
+    }
+LIST_OF(list_u64, unsigned long long)
+LIST_OF(list_u32, unsigned)
+LIST_OF(list_i32, int)
+#undef LIST_OF
 
 int cuasync_tensormap_encode_tiled(CUtensorMap *map, int dtype, unsigned rank, CUdeviceptr address,
                                    const unsigned long long *dims, const unsigned long long *strides,

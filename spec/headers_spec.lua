@@ -17,6 +17,7 @@ extern "C" __global__ void every_wrapper(const __grid_constant__ cuasync::tensor
        + mbarrier::test_wait_parity(&bar, 0) + mbarrier::try_wait_parity(&bar, 0) + mbarrier::try_wait_parity(&bar, 0, 100u)
        + mbarrier::pending_count(st);
   mbarrier::arrive_cluster(&bar, 0); mbarrier::wait(&bar, st); mbarrier::wait_parity(&bar, 1);
+  g[5] = mbarrier::wait_parity_bounded(&bar, 0, 4);
   cp_async::copy_ca<4>(buf, g); cp_async::copy_ca<8>(buf, g); cp_async::copy_ca<16>(buf, g); cp_async::copy_cg(buf, g);
   cp_async::copy_ca_zfill<8>(buf, g, 4); cp_async::copy_cg_zfill(buf, g, 8); cp_async::copy_ca_ignore<4>(buf, g, true);
   cp_async::copy_cg_prefetch<64>(buf, g); cp_async::copy_cg_prefetch<256>(buf, g);

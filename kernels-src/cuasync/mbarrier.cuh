@@ -204,6 +204,16 @@ __device__ __forceinline__ void wait_parity(mbarrier_t *bar, unsigned parity)
     spin_until([&] { return try_wait_parity(bar, parity); });
 }
 
+// Wait for the phase of the given parity at most `tries` times (each try may suspend up to
+// suspend_ns): true once it completed, false if it did not — a probe that must report, not hang.
+__device__ __forceinline__ bool wait_parity_bounded(mbarrier_t *bar, unsigned parity, unsigned tries,
+                                                    unsigned suspend_ns = 10000)
+{
+    for (unsigned i = 0; i < tries; ++i)
+        if (try_wait_parity(bar, parity, suspend_ns)) return true;
+    return false;
+}
+
 // Wait for the phase `state` (an arrive's token) belongs to.
 __device__ __forceinline__ void wait(mbarrier_t *bar, unsigned long long state)
 {
@@ -222,6 +232,7 @@ CUASYNC_NEEDS_SM90(arrive_expect_tx, mbarrier_t *, unsigned)
 CUASYNC_NEEDS_SM90(try_wait_parity, mbarrier_t *, unsigned)
 CUASYNC_NEEDS_SM90(try_wait_parity, mbarrier_t *, unsigned, unsigned)
 CUASYNC_NEEDS_SM90(wait_parity, mbarrier_t *, unsigned)
+CUASYNC_NEEDS_SM90(wait_parity_bounded, mbarrier_t *, unsigned, unsigned)
 #endif
 
 // mbarrier.inval.shared::cta.b64 [addr];                               // PTX ISA 7.0, sm_80
