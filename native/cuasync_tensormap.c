@@ -25,7 +25,7 @@ static void list(char *buf, size_t len, const long long *v, unsigned n)
 #define LIST_OF(name, type)                                                      \
     static void name(char *buf, size_t len, const type *v, unsigned n)           \
     {                                                                            \
-        long long w[5];                                                          \
+        long long w[5] = { 0 };                                                    \
         for (unsigned i = 0; i < n && i < 5; i++) w[i] = (long long)v[i];        \
         list(buf, len, w, n);                                                    \
     }
