@@ -9,7 +9,7 @@
 -- With no GPU it compiles every variant and says that the launches were skipped.
 dofile((arg[0]:match("^(.*)/[^/]*$") or ".") .. "/_path.lua")
 local cuasync = require("cuasync")
-local copy = require("cuasync.copy")
+local copy = require("cuasync.kernels.copy")
 
 local opts = dofile((arg[0]:match("^(.*)/[^/]*$") or ".") .. "/_args.lua")({ bytes = 2 ^ 30, stages = "10",
   chunk = "4096", inflight = tostring(copy.INFLIGHT), reps = 10, rounds = 5, store_lag = 1 },

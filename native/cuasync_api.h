@@ -33,6 +33,7 @@
     X(cuModuleLoadData, 2000, CUresult, (CUmodule *mod, const void *image)) \
     X(cuModuleUnload, 2000, CUresult, (CUmodule mod)) \
     X(cuModuleGetFunction, 2000, CUresult, (CUfunction *fn, CUmodule mod, const char *name)) \
+    X(cuModuleGetGlobal, 3020, CUresult, (CUdeviceptr *dptr, size_t *bytes, CUmodule mod, const char *name)) \
     X(cuFuncGetAttribute, 2020, CUresult, (int *value, int attrib, CUfunction fn)) \
     X(cuFuncSetAttribute, 9000, CUresult, (CUfunction fn, int attrib, int value)) \
     X(cuFuncGetParamInfo, 12040, CUresult, (CUfunction fn, size_t index, size_t *offset, size_t *size)) \

@@ -18,6 +18,13 @@ int cuasync_fail(char *err, size_t errlen, int code, const char *fmt, ...)
     return code;
 }
 
+static int last_cu_status;
+
+int cuasync_last_cu_status(void)
+{
+    return last_cu_status;
+}
+
 const char *cuasync_cu_error_name(int status)
 {
     static char unknown[32];
@@ -33,6 +40,7 @@ int cuasync_fail_cu(char *err, size_t errlen, const char *call, CUresult status,
     const char *text = NULL;
     char what[512];
     va_list ap;
+    last_cu_status = (int)status;
     if (!cuasync_cu.cuGetErrorString || cuasync_cu.cuGetErrorString(status, &text) != 0 || !text)
         text = "no description";
     va_start(ap, fmt);

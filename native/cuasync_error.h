@@ -6,6 +6,9 @@
 
 /* The driver's name for a status ("CUDA_ERROR_INVALID_VALUE"), or "CUresult <n>" when unknown. */
 const char *cuasync_cu_error_name(int status);
+/* The CUresult of the last driver failure reported through an error buffer (0: none yet). Lua
+ * reads it right after a call returned CUASYNC_E_DRIVER, to name the code and tell a sticky one. */
+int cuasync_last_cu_status(void);
 
 #ifdef CUASYNC_INTERNAL
 /* Write a formatted message and return code. */

@@ -43,11 +43,15 @@ int cuasync_fs_write_atomic(const char *path, const void *data, size_t len, char
     f = fopen(tmp, "wb");
     if (!f)
         return cuasync_fail(err, errlen, CUASYNC_E_IO, "cannot write %s (%s)", tmp, strerror(errno));
+    /* errno is read where the failure shows: a full disk often only at the flush or the close */
+    errno = 0;
     written = fwrite(data, 1, len, f);
-    e = errno;
-    if (fclose(f) != 0 || written != len) {
+    e = written != len ? errno : 0;
+    if (!e && fflush(f) != 0) e = errno;
+    if (fclose(f) != 0 && !e) e = errno;
+    if (e || written != len) {
         remove(tmp);
-        return cuasync_fail(err, errlen, CUASYNC_E_IO, "cannot write %s (%s)", tmp, strerror(e));
+        return cuasync_fail(err, errlen, CUASYNC_E_IO, "cannot write %s (%s)", tmp, strerror(e ? e : EIO));
     }
     if (rename(tmp, path) != 0) {
         e = errno;
@@ -56,6 +60,15 @@ int cuasync_fs_write_atomic(const char *path, const void *data, size_t len, char
                             strerror(e));
     }
     return CUASYNC_OK;
+}
+
+int cuasync_fs_regular_size(const char *path, long long *size)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) return -1;
+    if (!S_ISREG(st.st_mode)) return -2;
+    *size = (long long)st.st_size;
+    return 0;
 }
 
 static int by_name(const void *a, const void *b)

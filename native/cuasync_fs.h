@@ -10,6 +10,9 @@ int cuasync_fs_mkdirs(const char *dir, char *err, size_t errlen);
 /* Write data to a temporary file beside path, then rename it over path: a reader sees the old
  * file, the new one, or none, never half of one. */
 int cuasync_fs_write_atomic(const char *path, const void *data, size_t len, char *err, size_t errlen);
+/* 0 and the size when path is a regular file (symlinks followed); -1 when it cannot be
+ * stat'ed, -2 when it is something else (a directory, FIFO or device is never opened). */
+int cuasync_fs_regular_size(const char *path, long long *size);
 /* The names in dir ending with suffix, sorted, one per line, into out. */
 int cuasync_fs_list(const char *dir, const char *suffix, char *out, size_t outlen, char *err, size_t errlen);
 

@@ -32,23 +32,32 @@ int cuasync_module_function(CUfunction *fn, CUmodule mod, const char *name, cons
     return CUASYNC_OK;
 }
 
+int cuasync_module_global(CUdeviceptr *ptr, size_t *bytes, CUmodule mod, const char *name, const char *what,
+                          char *err, size_t errlen)
+{
+    READY();
+    CUASYNC_CU(cuModuleGetGlobal, (ptr, bytes, mod, name), err, errlen, "looking up variable '%s' in program %s",
+               name, what);
+    return CUASYNC_OK;
+}
+
 int cuasync_func_attributes(CUfunction fn, cuasync_func_attrs *out, const char *name,
                             char *err, size_t errlen)
 {
     static const struct { int attrib; size_t offset; } attrs[] = {
-        { 4, offsetof(cuasync_func_attrs, regs) },
-        { 1, offsetof(cuasync_func_attrs, static_smem) },
-        { 2, offsetof(cuasync_func_attrs, const_bytes) },
-        { 3, offsetof(cuasync_func_attrs, local_bytes) },
-        { 0, offsetof(cuasync_func_attrs, max_threads) },
-        { 8, offsetof(cuasync_func_attrs, max_dynamic_smem) },
-        { 5, offsetof(cuasync_func_attrs, ptx_version) },
-        { 6, offsetof(cuasync_func_attrs, binary_version) },
-        { 10, offsetof(cuasync_func_attrs, cluster_size_must_be_set) },
-        { 11, offsetof(cuasync_func_attrs, required_cluster[0]) },
-        { 12, offsetof(cuasync_func_attrs, required_cluster[1]) },
-        { 13, offsetof(cuasync_func_attrs, required_cluster[2]) },
-        { 14, offsetof(cuasync_func_attrs, non_portable_cluster_allowed) },
+        { CUASYNC_CU_FUNC_ATTRIBUTE_NUM_REGS, offsetof(cuasync_func_attrs, regs) },
+        { CUASYNC_CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, offsetof(cuasync_func_attrs, static_smem) },
+        { CUASYNC_CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES, offsetof(cuasync_func_attrs, const_bytes) },
+        { CUASYNC_CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, offsetof(cuasync_func_attrs, local_bytes) },
+        { CUASYNC_CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, offsetof(cuasync_func_attrs, max_threads) },
+        { CUASYNC_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, offsetof(cuasync_func_attrs, max_dynamic_smem) },
+        { CUASYNC_CU_FUNC_ATTRIBUTE_PTX_VERSION, offsetof(cuasync_func_attrs, ptx_version) },
+        { CUASYNC_CU_FUNC_ATTRIBUTE_BINARY_VERSION, offsetof(cuasync_func_attrs, binary_version) },
+        { CUASYNC_CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET, offsetof(cuasync_func_attrs, cluster_size_must_be_set) },
+        { CUASYNC_CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH, offsetof(cuasync_func_attrs, required_cluster[0]) },
+        { CUASYNC_CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT, offsetof(cuasync_func_attrs, required_cluster[1]) },
+        { CUASYNC_CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH, offsetof(cuasync_func_attrs, required_cluster[2]) },
+        { CUASYNC_CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, offsetof(cuasync_func_attrs, non_portable_cluster_allowed) },
     };
     size_t i;
     READY();

@@ -5,7 +5,7 @@
 -- and the occupancy queries and refusals. Fresh random data, poisoned outputs.
 local ffi = require("ffi")
 local cuasync = require("cuasync")
-local clusters = require("cuasync.clusters")
+local clusters = require("cuasync.model.clusters")
 local H = require("helper")
 
 local DEV = { smem_per_sm = 233472, reserved_smem_per_block = 1024, max_threads_per_sm = 2048, regs_per_sm = 65536,

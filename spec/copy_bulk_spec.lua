@@ -3,7 +3,7 @@
 local ffi = require("ffi")
 local cuasync = require("cuasync")
 local H = require("helper")
-local copy = require("cuasync.copy")
+local copy = require("cuasync.kernels.copy")
 
 describe("copy_bulk", function()
   local gpu_it = H.gpu_it(it, pending)
@@ -12,12 +12,12 @@ describe("copy_bulk", function()
     assert.has.error(function() copy.check_bulk(1000, 0, 0) end,
       "cuasync.copy: bytes = 1000 is not a multiple of 16 (cp.async.bulk moves 16-byte units)")
     assert.has.error(function() copy.check_bulk(0, 0, 0) end, "cuasync.copy: bytes must be a positive integer (got 0)")
-    assert.has.error(function() copy.check_bulk(64, 8, 0) end,
+    assert.has.error(function() copy.check_bulk(64, 8, 256) end,
       "cuasync.copy: dst address 0x8 is not 16-byte aligned (cp.async.bulk needs 16-byte aligned global addresses)")
-    assert.has.error(function() copy.check_bulk(64, 0, 4) end,
+    assert.has.error(function() copy.check_bulk(64, 256, 4) end,
       "cuasync.copy: src address 0x4 is not 16-byte aligned (cp.async.bulk needs 16-byte aligned global addresses)")
     assert.has.error(function() copy.bulk_kernel{ stages = 8, chunk = 32768 } end,
-      "cuasync.copy: stages * chunk = 262144 bytes of shared memory (plus 64 for barriers) exceeds the device's 232448 bytes per block (smem_optin)")
+      "cuasync.copy: stages * chunk = 262144 bytes of shared memory (plus 64 for barriers) exceeds the device's 232448 bytes per block (smem_optin) by 29760: fewer stages or smaller stages")
     assert.has.error(function() copy.bulk_kernel{ stages = 0 } end, "cuasync.copy: stages must be a positive integer (got 0)")
     assert.has.error(function() copy.bulk_kernel{ chunk = 100 } end, "cuasync.copy: chunk = 100 is not a multiple of 16 (cp.async.bulk moves 16-byte units)")
     assert.has.error(function() copy.bulk_kernel{ inflight = 0 } end, "cuasync.copy: inflight must be a positive integer (got 0)")

@@ -48,20 +48,10 @@ function H.random_words(n)
 end
 
 -- Run a LuaJIT snippet in a new process with extra environment; returns ok, stdout+stderr.
-function H.luajit(code, env)
-  local prefix = {}
-  for k, v in pairs(env or {}) do prefix[#prefix + 1] = ("%s=%q"):format(k, v) end
-  local file = os.tmpname()
-  local f = assert(io.open(file, "w"))
-  f:write('package.path = "lua/?.lua;lua/?/init.lua;" .. package.path\n',
-          'package.cpath = "build/?.so;" .. package.cpath\n', code)
-  f:close()
-  local p = io.popen(("env %s luajit %s 2>&1; echo \"exit=$?\""):format(table.concat(prefix, " "), file))
-  local out = p:read("*a")
-  p:close()
-  os.remove(file)
-  local code_ = tonumber(out:match("exit=(%d+)%s*$"))
-  return code_ == 0, out:gsub("exit=%d+%s*$", "")
+local isolate = require("cuasync.tools.isolate")
+function H.luajit(code, env, timeout_s)
+  local ok, out = isolate.run(code, { env = env, timeout_s = timeout_s })
+  return ok, out
 end
 
 -- A fresh, empty directory.

@@ -24,7 +24,7 @@ describe("cuasync launch config", function()
     { nil, "cuasync.launch: config must be a table {grid = ..., block = ...} (got nil)" },
     { { block = 1 }, "cuasync.launch: grid is required" },
     { { grid = 1 }, "cuasync.launch: block is required" },
-    { { grid = 1, block = 1, blocks = 2 }, "cuasync.launch: unknown field 'blocks' (fields: block, cluster, cluster_policy, grid, non_portable, smem, stream)" },
+    { { grid = 1, block = 1, blocks = 2 }, "cuasync.launch: unknown field 'blocks' (fields: block, cluster, cluster_policy, cooperative, grid, non_portable, smem, stream)" },
     { { grid = 0, block = 1 }, "cuasync.launch: grid.x must be a positive integer (got 0)" },
     { { grid = -4, block = 1 }, "cuasync.launch: grid.x must be a positive integer (got -4)" },
     { { grid = 1.5, block = 1 }, "cuasync.launch: grid.x must be a positive integer (got 1.5)" },

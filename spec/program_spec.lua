@@ -22,7 +22,7 @@ describe("cuasync.program", function()
       { { source = "x", headers = { ["a.cuh"] = 1 } }, "cuasync.program: headers must map include names to source strings" },
       { { source = "x", expressions = { 1 } }, "cuasync.program: expressions[1] must be a string (got number)" },
       { { source = "x", arch = "sm90" }, 'cuasync.program: arch must be "auto", "sm_XY[a]" or "compute_XY[a]" (got "sm90")' },
-      { { source = "a\0b" }, "cuasync.program: source must not contain NUL bytes" },
+      { { source = "a\0b" }, "cuasync.program: source has byte 0x00 at offset 1, which NVRTC cannot read (C strings end at NUL)" },
     }
     for i, c in ipairs(cases) do
       it("rejects bad input " .. i .. ": " .. c[2]:sub(18, 70), function()

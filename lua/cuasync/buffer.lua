@@ -3,11 +3,12 @@ local ffi = require("ffi")
 local native = require("cuasync.native")
 local device = require("cuasync.device")
 local util = require("cuasync.util")
+local handle = require("cuasync.handle")
 
 local C, errbuf, ERRLEN = native.C, native.errbuf, native.ERRLEN
 
 ffi.cdef [[
-typedef struct cuasync_buffer { CUdeviceptr ptr; size_t nbytes; int device; } cuasync_buffer;
+typedef struct cuasync_buffer { CUdeviceptr ptr; size_t nbytes; int device; int view; } cuasync_buffer;
 typedef struct cuasync_host_buffer { void *ptr; size_t nbytes; } cuasync_host_buffer;
 ]]
 
@@ -141,32 +142,29 @@ function Buffer:size()
   return tonumber(self.nbytes)
 end
 
-function Buffer:close()
-  if self.ptr ~= 0 then
-    local p = self.ptr
-    self.ptr = 0
-    native.check(C.cuasync_mem_free(p, errbuf, ERRLEN))
-  end
-end
-
-local function gc_buffer(b)
-  if b.ptr ~= 0 then C.cuasync_mem_free(b.ptr, errbuf, ERRLEN); b.ptr = 0 end
-end
-
-buffer_t = ffi.metatype("cuasync_buffer", {
-  __index = Buffer, __gc = gc_buffer,
-  __tostring = function(b)
-    return ("cuasync.buffer(%d bytes at 0x%x%s)"):format(tonumber(b.nbytes), tonumber(b.ptr),
-                                                         b.ptr == 0 and ", closed" or "")
+buffer_t = handle.define("cuasync_buffer", {
+  methods = Buffer,
+  live = function(b) return b.ptr ~= 0 and b.view == 0 end,
+  kill = function(b) local p = b.ptr; b.ptr = 0; return p end,
+  release = function(p) return C.cuasync_mem_free(p, errbuf, ERRLEN) end,
+  tostring = function(b)
+    return ("cuasync.buffer(%d bytes at 0x%x%s%s)"):format(tonumber(b.nbytes), tonumber(b.ptr),
+      b.view ~= 0 and ", a view" or "", b.ptr == 0 and ", closed" or "")
   end,
 })
+
+-- A view of device memory owned by something else (a module's global): the same methods, and
+-- close only forgets the address. `owner` is kept alive by the caller.
+function M.view(ptr, bytes, dev)
+  return buffer_t(ptr, bytes, dev, 1)
+end
 
 function M.alloc(bytes)
   util.count("alloc", "bytes", bytes)
   local dev = device.current()
   local p = ffi.new("CUdeviceptr[1]")
   native.check(C.cuasync_mem_alloc(p, bytes, errbuf, ERRLEN))
-  return buffer_t(p[0], bytes, dev.ordinal)
+  return buffer_t(p[0], bytes, dev.ordinal, 0)
 end
 
 -- Pinned host memory: fast, asynchronous-capable copies.
@@ -179,18 +177,12 @@ function HostBuffer:as(ctype)
   return ffi.cast(name .. " *", self.ptr)
 end
 
-function HostBuffer:close()
-  if self.ptr ~= nil then
-    local p = self.ptr
-    self.ptr = nil
-    native.check(C.cuasync_mem_free_host(p, errbuf, ERRLEN))
-  end
-end
-
-host_buffer_t = ffi.metatype("cuasync_host_buffer", {
-  __index = HostBuffer,
-  __gc = function(b) if b.ptr ~= nil then C.cuasync_mem_free_host(b.ptr, errbuf, ERRLEN); b.ptr = nil end end,
-  __tostring = function(b) return ("cuasync.host_buffer(%d bytes)"):format(tonumber(b.nbytes)) end,
+host_buffer_t = handle.define("cuasync_host_buffer", {
+  methods = HostBuffer,
+  live = function(b) return b.ptr ~= nil end,
+  kill = function(b) local p = b.ptr; b.ptr = nil; return p end,
+  release = function(p) return C.cuasync_mem_free_host(p, errbuf, ERRLEN) end,
+  tostring = function(b) return ("cuasync.host_buffer(%d bytes%s)"):format(tonumber(b.nbytes), b.ptr == nil and ", closed" or "") end,
 })
 
 function M.host_alloc(bytes)

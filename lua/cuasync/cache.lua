@@ -78,11 +78,27 @@ local function decode(payload)
   return entry
 end
 
+-- No entry is larger than this: a bigger file is not ours (a symlink to /dev/zero would read GBs).
+M.MAX_ENTRY = 64 * 1024 * 1024
+local size_out = ffi.new("long long[1]")
+
 local function read_disk(key)
-  local f = io.open(M.path(key), "rb")
+  local path = M.path(key)
+  -- only a regular file is opened: a directory fails to read, a FIFO would block the open
+  local kind = C.cuasync_fs_regular_size(path, size_out)
+  if kind == -1 then return nil end
+  if kind ~= 0 or size_out[0] > M.MAX_ENTRY then
+    M.stats.corrupt = M.stats.corrupt + 1
+    return nil
+  end
+  local f = io.open(path, "rb")
   if not f then return nil end
-  local data = f:read("*a")
+  local data = f:read(M.MAX_ENTRY + 1)
   f:close()
+  if type(data) ~= "string" then
+    M.stats.corrupt = M.stats.corrupt + 1
+    return nil
+  end
   local k, len, sum, start = data:match("^" .. MAGIC:gsub("%p", "%%%0") .. " (%x+) (%d+) (%x+)\n()")
   local payload = start and data:sub(start)
   local entry = payload and k == key and #payload == tonumber(len) and M.sha256(payload) == sum

@@ -1,18 +1,18 @@
 -- cuasync: Hopper async copies, barriers, pipelines, tensor maps and cluster launches from LuaJIT.
 -- This file only assembles the submodules; each public name is documented where it is defined.
+-- The core (lua/cuasync/*.lua) never requires tools/ or kernels/: their names below load on first
+-- use, so `require("cuasync")` stays the core alone.
 local native = require("cuasync.native")
 local device = require("cuasync.device")
 local buffer = require("cuasync.buffer")
 local program = require("cuasync.program")
 local streams = require("cuasync.stream")
-local bench = require("cuasync.bench")
 local cache = require("cuasync.cache")
-local launchcfg = require("cuasync.launchcfg")
+local rules = require("cuasync.model.launch_rules")
 local signature = require("cuasync.signature")
-local copy = require("cuasync.copy")
-local patterns = require("cuasync.patterns")
 local tensormap = require("cuasync.tensormap")
-local swizzle = require("cuasync.swizzle")
+local swizzle = require("cuasync.model.swizzle")
+local util = require("cuasync.util")
 
 local C = native.C
 
@@ -30,24 +30,41 @@ local M = {
 
   program = program.new,
   kernels_dir = program.kernels_dir,
-  signature = signature.parse,
-  check_launch = launchcfg.check,
-  limits = { sm_90 = launchcfg.sm_90 },
+  signature = function(sig) return signature.parse(sig) end,
+  check_launch = function(cfg, limits, attrs, name) return rules.check(cfg, limits, attrs, name) end,
+  limits = { sm_90 = rules.sm_90 },
 
   stream = streams.stream,
   event = streams.event,
-  bench = bench.bench,
-  median = bench.median,
-  bench_rounds = bench.rounds,
-  copy = copy,
-  patterns = patterns,
   tensormap = tensormap.new,
   swizzle = swizzle,
+  model = { swizzle = swizzle, launch_rules = rules, ring = require("cuasync.model.ring"),
+            clusters = require("cuasync.model.clusters"),
+            tensormap_rules = require("cuasync.model.tensormap_rules") },
   cache = { stats = cache.stats, dir = cache.dir, clear_memory = cache.clear_memory },
+  is_driver_error = native.is_driver_error,
 }
+
+-- Loaded on first use (tools/ and kernels/ sit above the core).
+local LAZY = {
+  bench = function() return require("cuasync.tools.bench").bench end,
+  median = function() return require("cuasync.tools.bench").median end,
+  bench_rounds = function() return require("cuasync.tools.bench").rounds end,
+  isolate = function() return require("cuasync.tools.isolate") end,
+  copy = function() return require("cuasync.kernels.copy") end,
+  patterns = function() return require("cuasync.kernels.patterns") end,
+}
+setmetatable(M, { __index = function(t, k)
+  local f = LAZY[k]
+  if not f then return nil end
+  local v = f()
+  rawset(t, k, v)
+  return v
+end })
 
 -- Wait for all work on the current device; asynchronous kernel faults surface here.
 function M.synchronize(what)
+  if what ~= nil then util.cstring("synchronize", "what", what) end
   device.current():synchronize(what)
 end
 
@@ -58,10 +75,15 @@ end
 
 -- A resolved driver entry point, cast to a ctype: for side-by-side raw-FFI comparisons.
 function M.driver_symbol(name, ctype)
+  util.cstring("driver_symbol", "name", name)
   device.current()
   local p = C.cuasync_driver_symbol(name)
-  if p == nil then error(("cuasync.driver_symbol: %s is not resolved"):format(tostring(name)), 2) end
-  return ctype and require("ffi").cast(ctype, p) or p
+  if p == nil then util.fail("driver_symbol", ("%s is not resolved"):format(util.describe(name))) end
+  if ctype == nil then return p end
+  local ffi = require("ffi")
+  local ok, ct = pcall(ffi.typeof, ctype)
+  if not ok then util.fail("driver_symbol", ("ctype %s is not a C type"):format(util.describe(ctype))) end
+  return ffi.cast(ct, p)
 end
 
 return M

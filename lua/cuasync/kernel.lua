@@ -3,11 +3,10 @@
 -- driver, and run() with no arguments relaunches with the last ones.
 local ffi = require("ffi")
 local native = require("cuasync.native")
-local launchcfg = require("cuasync.launchcfg")
+local launch = require("cuasync.launch")
+local rules = require("cuasync.model.launch_rules")
 local signature = require("cuasync.signature")
-local streams = require("cuasync.stream")
 local util = require("cuasync.util")
-local clusters = require("cuasync.clusters")
 
 local C, errbuf, ERRLEN = native.C, native.errbuf, native.ERRLEN
 
@@ -15,8 +14,6 @@ local M = {}
 local Kernel = {}
 Kernel.__index = Kernel
 
-local CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
-local CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED = 14
 local MAX_PARAMS = 512
 
 local function describe_sizes(n, sizes)
@@ -36,13 +33,13 @@ function Kernel:check_signature()
   if n < 0 then return end   -- driver older than 12.4: cannot tell
   if n ~= #self.params then
     util.fail("kernel", ('signature "%s" has %d parameter%s but kernel \'%s\' takes %d (sizes %s bytes)'):format(
-      self.sig, #self.params, #self.params == 1 and "" or "s", self.name, n, describe_sizes(n, sizes)), 3)
+      self.sig, #self.params, #self.params == 1 and "" or "s", self.name, n, describe_sizes(n, sizes)))
   end
   for i, p in ipairs(self.params) do
     local real = tonumber(sizes[i - 1])
     if real ~= p.size then
       util.fail("kernel", ("signature \"%s\": parameter %d is %s (%d bytes) but kernel '%s' takes %d bytes there"):format(
-        self.sig, i, p.kind, p.size, self.name, real), 3)
+        self.sig, i, p.kind, p.size, self.name, real))
     end
   end
 end
@@ -55,10 +52,10 @@ function M.new(mod, name, lowered, params, sig)
     if msg:find("CUDA_ERROR_NOT_FOUND", 1, true) then
       msg = msg .. " (declare it extern \"C\", or list a template or C++ name in the program's expressions)"
     end
-    error(msg, 3)
+    error(msg, 0)
   end
   local k = setmetatable({ module = mod, name = name, lowered = lowered, fn = fn[0], params = params,
-                           sig = sig, device = mod.device }, Kernel)
+                           sig = sig, device = mod.device, runs = {}, nruns = 0 }, Kernel)
   k:check_signature()
   return k
 end
@@ -81,70 +78,8 @@ function Kernel:set_attribute(attrib, value, what)
   native.check(C.cuasync_func_set_attribute(self.fn, attrib, value, what, errbuf, ERRLEN))
 end
 
--- Dynamic shared memory above the default limit (48 KiB) needs the kernel's opt-in attribute
--- raised first, for launches and for occupancy queries alike.
-function Kernel:reserve_smem(smem, attrs)
-  attrs = attrs or self:attributes()
-  if smem > attrs.max_dynamic_smem then
-    self:set_attribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem,
-      ("raising kernel '%s''s dynamic shared memory limit to %d bytes"):format(self.name, smem))
-  end
-end
-
--- The CUlaunchConfig (and its attribute array) for a checked config; a cluster launch is also
--- checked against the driver's occupancy answers unless `no_preflight`.
-function Kernel:launch_config(cfg, no_preflight)
-  local attrs = self:attributes()
-  local c = launchcfg.check(cfg, self.device:limits(), attrs, self.name)
-  local stream = streams.handle(c.stream)
-  self:reserve_smem(c.smem, attrs)
-  if c.non_portable and not attrs.non_portable_cluster_allowed then
-    self:set_attribute(CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1,
-      ("allowing kernel '%s' non-portable cluster sizes"):format(self.name))
-  end
-  local lc = ffi.new("CUlaunchConfig")
-  lc.gridDimX, lc.gridDimY, lc.gridDimZ = c.grid[1], c.grid[2], c.grid[3]
-  lc.blockDimX, lc.blockDimY, lc.blockDimZ = c.block[1], c.block[2], c.block[3]
-  lc.sharedMemBytes = c.smem
-  lc.hStream = stream
-  local la = ffi.new("CUlaunchAttribute[2]")
-  local n = 0
-  if c.cluster then
-    la[n].id = 4                   -- CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
-    la[n].value.clusterDim.x, la[n].value.clusterDim.y, la[n].value.clusterDim.z =
-      c.cluster[1], c.cluster[2], c.cluster[3]
-    n = n + 1
-    if c.policy then
-      la[n].id = 5                 -- CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE
-      la[n].value.clusterSchedulingPolicyPreference = c.policy
-      n = n + 1
-    end
-  end
-  lc.attrs = n > 0 and la or nil
-  lc.numAttrs = n
-  if c.cluster and not no_preflight then self:cluster_preflight(lc, c, attrs) end
-  return lc, la, c
-end
-
-local function query(fn, self, lc)
-  local n = ffi.new("int[1]")
-  native.check(fn(self.fn, lc, n, self.name, errbuf, ERRLEN))
-  return n[0]
-end
-
--- Refuse, with the limit that makes it impossible, a cluster larger than this kernel can have
--- in this config, or one that can never be resident.
-function Kernel:cluster_preflight(lc, c, attrs)
-  local size = c.cluster[1] * c.cluster[2] * c.cluster[3]
-  local info = { cluster = c.cluster, size = size, kernel = self.name, block = c.block, dev = self.device,
-                 k = { threads = c.threads, smem = c.smem + attrs.static_smem, regs = attrs.regs } }
-  if size > launchcfg.PORTABLE_CLUSTER then
-    info.max = query(C.cuasync_launch_max_cluster_size, self, lc)
-    if size > info.max then util.fail("launch", clusters.too_large(info), 4) end
-  end
-  if query(C.cuasync_launch_max_active_clusters, self, lc) == 0 then
-    util.fail("launch", clusters.never_resident(info), 4)
-  end
+function Kernel:config(cfg, opts)
+  return launch.new(self, cfg, opts)
 end
 
 -- A function of exactly n arguments, generated so that LuaJIT compiles it straight: each
@@ -179,7 +114,8 @@ end
 
 -- k:prepare(cfg[, ...]) -> run: run(...) packs and launches; run() relaunches with the last arguments.
 function Kernel:prepare(cfg, ...)
-  local lc, la, c = self:launch_config(cfg)
+  local conf = launch.new(self, cfg)
+  local lc, la, c = conf.lc, conf.la, conf.c
   local n = #self.params
   local params = ffi.new("void *[?]", math.max(n, 1))
   local slots, setters = {}, {}
@@ -189,23 +125,23 @@ function Kernel:prepare(cfg, ...)
     setters[i] = signature.setter(i, p, slots[i])
   end
   local fn, name, launch_c = self.fn, self.name, C.cuasync_launch
-  local keep = { self, lc, la, slots, params }   -- everything the driver reads stays alive
-  local function launch()
+  local keep = { self, lc, la, slots, params, conf }   -- everything the driver reads stays alive
+  local function go()
     local rc = launch_c(fn, lc, params, name, errbuf, ERRLEN)
-    if rc ~= 0 then error(ffi.string(errbuf), 3) end
+    if rc ~= 0 then native.check(rc) end
     return keep
   end
   local sig = self.sig
   local function not_packed()
-    error(("cuasync.launch: kernel '%s' takes %d argument%s (%s) and none were given yet"):format(
-      name, n, n == 1 and "" or "s", sig), 3)
+    util.fail("launch", ("kernel '%s' takes %d argument%s (%s) and none were given yet"):format(
+      name, n, n == 1 and "" or "s", sig))
   end
   local function wrong_count(got)
-    error(("cuasync.launch: kernel '%s' takes %d argument%s (%s), got %d"):format(
-      name, n, n == 1 and "" or "s", sig, got), 3)
+    util.fail("launch", ("kernel '%s' takes %d argument%s (%s), got %d"):format(
+      name, n, n == 1 and "" or "s", sig, got))
   end
   local state = { packed = false }
-  local run = runner(n, setters, launch, not_packed, wrong_count, state)
+  local run = runner(n, setters, go, not_packed, wrong_count, state)
   if select("#", ...) > 0 then
     -- pack now, so that run() launches with these arguments
     runner(n, setters, function() end, not_packed, wrong_count, state)(...)
@@ -213,23 +149,49 @@ function Kernel:prepare(cfg, ...)
   return run, c
 end
 
--- k:launch(cfg, ...): check, pack and launch in one call (the slow path: prepare once instead
--- when launching in a loop).
+-- k:launch(cfg, ...): check, pack and launch in one call. The checked config and its runner are
+-- cached per config identity (launch.key): a config seen before costs a key and a look-up; a
+-- changed one is a new key, checked in full. At most MAX_RUNS configs are kept per kernel.
+local MAX_RUNS = 64
+local launch_key = launch.key
 function Kernel:launch(cfg, ...)
-  local run = self:prepare(cfg)
-  run(...)
+  local key = launch_key(cfg)
+  local run = key and self.runs[key]
+  if run then
+    local s = cfg.stream
+    if s ~= nil and s.open == 0 then util.fail("stream", "the stream is closed") end
+    if select("#", ...) == 0 then
+      util.fail("launch", ("kernel '%s' takes %d argument%s (%s) and none were given yet"):format(
+        self.name, #self.params, #self.params == 1 and "" or "s", self.sig))
+    end
+    return run(...)
+  end
+  run = self:prepare(cfg)
+  if key then
+    if self.nruns >= MAX_RUNS then self.runs, self.nruns = {}, 0 end
+    self.runs[key], self.nruns = run, self.nruns + 1
+  end
+  if select("#", ...) == 0 and #self.params > 0 then
+    util.fail("launch", ("kernel '%s' takes %d argument%s (%s) and none were given yet"):format(
+      self.name, #self.params, #self.params == 1 and "" or "s", self.sig))
+  end
+  return run(...)
 end
 
 -- Resident blocks per SM for a block size and dynamic shared memory.
 function Kernel:occupancy(block_threads, smem)
-  util.count("kernel.occupancy", "block_threads", block_threads)
-  util.count("kernel.occupancy", "smem", smem or 0, 2, true)
+  util.int_in("kernel.occupancy", "block_threads", block_threads, 1, 1024)
+  smem = smem or 0
+  util.int_in("kernel.occupancy", "smem", smem, 0, 2 ^ 31)
   local attrs = self:attributes()
-  if (smem or 0) + attrs.static_smem > self.device.smem_optin then return 0 end
-  self:reserve_smem(smem or 0, attrs)
-  local n = ffi.new("int[1]")
-  native.check(C.cuasync_func_occupancy(self.fn, block_threads, smem or 0, n, self.name, errbuf, ERRLEN))
-  return n[0]
+  if smem + attrs.static_smem > self.device.smem_optin then return 0 end
+  if block_threads > attrs.max_threads then return 0 end
+  -- the opt-in above 48 KiB is raised for the query and put back after
+  return launch.with_attributes(self, { smem = smem }, attrs, function()
+    local n = ffi.new("int[1]")
+    native.check(C.cuasync_func_occupancy(self.fn, block_threads, smem, n, self.name, errbuf, ERRLEN))
+    return n[0]
+  end)
 end
 
 -- How many clusters of cfg's shape can be co-resident (0: the config cannot run as clusters).
@@ -237,7 +199,7 @@ function Kernel:max_active_clusters(cfg)
   if type(cfg) == "table" and cfg.cluster == nil then
     util.fail("kernel.max_active_clusters", "cfg.cluster is required (the cluster shape to count)")
   end
-  return query(C.cuasync_launch_max_active_clusters, self, (self:launch_config(cfg, true)))
+  return launch.new(self, cfg, { query = true }):max_active_clusters()
 end
 
 -- The largest cluster (in blocks) this kernel can have with cfg's block and shared memory
@@ -250,9 +212,9 @@ function Kernel:max_cluster_size(cfg)
     c.cluster, c.cluster_policy = nil, nil
     cfg = c
   end
-  local n = query(C.cuasync_launch_max_cluster_size, self, (self:launch_config(cfg, true)))
-  -- the attribute non_portable sets stays set on the function: without it, 8 is the most a launch may ask
-  if not cfg.non_portable and n > launchcfg.PORTABLE_CLUSTER then n = launchcfg.PORTABLE_CLUSTER end
+  local n = launch.new(self, cfg, { query = true }):max_cluster_size()
+  -- without non_portable, 8 is the most a launch may ask
+  if not cfg.non_portable and n > rules.PORTABLE_CLUSTER then n = rules.PORTABLE_CLUSTER end
   return n
 end
 

@@ -12,21 +12,21 @@ local M = {}
 local Module = {}
 Module.__index = Module
 
-local Handle = {}
-function Handle:close()
-  if self.loaded ~= 0 then
-    self.loaded = 0
-    native.check(C.cuasync_module_unload(self.handle, errbuf, ERRLEN))
-  end
-end
-local handle_t = ffi.metatype("cuasync_module", {
-  __index = Handle,
-  __gc = function(h) if h.loaded ~= 0 then h.loaded = 0; C.cuasync_module_unload(h.handle, errbuf, ERRLEN) end end,
+local handle_t = require("cuasync.handle").define("cuasync_module", {
+  methods = {},
+  live = function(h) return h.loaded ~= 0 end,
+  kill = function(h) h.loaded = 0; return h.handle end,
+  release = function(m) return C.cuasync_module_unload(m, errbuf, ERRLEN) end,
+  tostring = function(h) return ("cuasync.module handle (%s)"):format(h.loaded ~= 0 and "loaded" or "unloaded") end,
 })
 
 function M.new(program, entry, arch)
-  return setmetatable({ program = program, entry = entry, arch = arch, name = program.name }, Module)
+  return setmetatable({ program = program, entry = entry, arch = arch, name = program.name,
+                        views = setmetatable({}, { __mode = "k" }) }, Module)
 end
+
+-- A view keeps its module loaded (the view is the key, the module the value: weak keys only).
+local owners = setmetatable({}, { __mode = "k" })
 
 -- Load into the current device (once). The cubin when there is one, else the PTX (JIT).
 function Module:load()
@@ -45,10 +45,33 @@ function Module:load()
   return self
 end
 
+-- mod:global("name" or a name expression) -> a device buffer view of a __device__ or __constant__
+-- variable (upload/download/fill as any buffer; close only forgets it). The view keeps the
+-- module loaded, and closing the module closes its views.
+function Module:global(name)
+  util.cstring("module.global", "name", name)
+  self:load()
+  local lowered = self.entry.lowered[name] or name
+  local p, n = ffi.new("CUdeviceptr[1]"), ffi.new("size_t[1]")
+  local rc = C.cuasync_module_global(p, n, self.handle.handle, lowered, self.name, errbuf, ERRLEN)
+  if rc ~= 0 then
+    local ok, err = pcall(native.check, rc)
+    if not ok and native.is_driver_error(err) and err.code == "CUDA_ERROR_NOT_FOUND" then
+      util.fail("module.global", ("program %s has no __device__ or __constant__ variable '%s' (declare it extern \"C\", or list a C++ name in the program's expressions)"):format(
+        self.name, name))
+    end
+    error(err, 0)
+  end
+  local view = require("cuasync.buffer").view(p[0], n[0], self.device.ordinal)
+  owners[view] = self
+  self.views[view] = true
+  return view
+end
+
 -- mod:kernel("name" or a name expression, "ptr, u64")
 function Module:kernel(name, sig)
-  util.kind("module.kernel", "name", name, "string", 2)
-  local params = require("cuasync.signature").parse(sig, 2)
+  util.cstring("module.kernel", "name", name)
+  local params = require("cuasync.signature").parse(sig)
   self:load()
   return require("cuasync.kernel").new(self, name, self.entry.lowered[name] or name, params, sig)
 end
@@ -63,6 +86,7 @@ function Module:cubin() return self.entry.cubin end
 function Module:log() return self.entry.log end
 
 function Module:close()
+  for v in pairs(self.views) do v.ptr = 0 end
   if self.handle then self.handle:close() end
 end
 

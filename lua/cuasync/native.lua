@@ -40,10 +40,47 @@ function M.message()
   return ffi.string(errbuf)
 end
 
--- Raise the native message when rc is not 0. The message names the call and what was being
--- done; no position is prefixed (from inside the library it would point at cuasync, not at you).
+-- Driver results that leave the context unusable for the rest of the process (cuda.h: "the
+-- process must be terminated and relaunched"). Named once here; compared by name.
+M.STICKY = {
+  CUDA_ERROR_ILLEGAL_ADDRESS = true, CUDA_ERROR_LAUNCH_TIMEOUT = true,
+  CUDA_ERROR_HARDWARE_STACK_ERROR = true, CUDA_ERROR_ILLEGAL_INSTRUCTION = true,
+  CUDA_ERROR_MISALIGNED_ADDRESS = true, CUDA_ERROR_INVALID_ADDRESS_SPACE = true,
+  CUDA_ERROR_INVALID_PC = true, CUDA_ERROR_LAUNCH_FAILED = true, CUDA_ERROR_ECC_UNCORRECTABLE = true,
+  CUDA_ERROR_CONTEXT_IS_DESTROYED = true,
+}
+
+-- A failed driver call as an error object: tostring(err) is the message ("cuMemAlloc:
+-- CUDA_ERROR_OUT_OF_MEMORY (out of memory) while ..."); err.code is the driver's error name,
+-- err.status its number, err.sticky whether the context is lost, err.where the user's line.
+-- String methods work on it (err:find, err:match) through its message.
+local DriverError = { kind = "driver" }
+local DriverError_mt = {
+  __index = function(_, k)
+    local v = DriverError[k]
+    if v ~= nil then return v end
+    local f = string[k]
+    if f then return function(self, ...) return f(self.message, ...) end end
+  end,
+  __tostring = function(e) return e.message end,
+  __concat = function(a, b) return tostring(a) .. tostring(b) end,
+}
+M.DriverError = DriverError
+
+function M.is_driver_error(e) return getmetatable(e) == DriverError_mt end
+
+function M.driver_error(message, status)
+  local code = ffi.string(C.cuasync_cu_error_name(status))
+  return setmetatable({ message = message, status = status, code = code, sticky = M.STICKY[code] == true,
+                        where = require("cuasync.util").user_where() }, DriverError_mt)
+end
+
+-- Raise when rc is not 0: a driver failure as a DriverError, anything else as its message. The
+-- message names the call and what was being done; no position is prefixed.
 function M.check(rc)
-  if rc ~= 0 then error(ffi.string(errbuf), 0) end
+  if rc == 0 then return end
+  if rc == C.CUASYNC_E_DRIVER then error(M.driver_error(ffi.string(errbuf), C.cuasync_last_cu_status()), 0) end
+  error(ffi.string(errbuf), 0)
 end
 
 return M

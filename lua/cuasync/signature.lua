@@ -20,30 +20,30 @@ M.TYPE_NAMES = "ptr, i32, u32, i64, u64, f32, f64, tensormap, bytes[N]"
 -- The driver's limit on the bytes of all parameters of one kernel (Volta and later, CUDA 12.1+).
 M.MAX_PARAM_BYTES = 32764
 
-local function fail(msg, level) util.fail("kernel", msg, (level or 2) + 1) end
+local function fail(msg) util.fail("kernel", msg) end
 
 -- "ptr, u64" -> { {kind="ptr", size=8, ctype="uint64_t"}, ... }
-function M.parse(sig, level)
-  level = (level or 2) + 1
+function M.parse(sig)
   if type(sig) ~= "string" then
-    fail(('signature must be a string such as "ptr, ptr, u64" (got %s)'):format(type(sig)), level)
+    fail(('signature must be a string such as "ptr, ptr, u64" (got %s)'):format(type(sig)))
   end
   local params, total = {}, 0
   if sig:match("^%s*$") then return params end
+  if #sig > 4096 then fail(("signature of %d bytes is too long (at most 4096)"):format(#sig)) end
   local pos = 0
   for item in (sig .. ","):gmatch("([^,]*),") do
     pos = pos + 1
     local name = item:match("^%s*(.-)%s*$")
     local p
     if name == "" then
-      fail(('signature "%s": empty type at position %d'):format(sig, pos), level)
+      fail(('signature "%s": empty type at position %d'):format(sig, pos))
     end
     local n = name:match("^bytes%s*%[%s*(%d+)%s*%]$")
     if n then
       n = tonumber(n)
       if n < 1 or n > M.MAX_PARAM_BYTES then
         fail(('signature "%s": %s at position %d must hold 1..%d bytes'):format(sig, name, pos,
-             M.MAX_PARAM_BYTES), level)
+             M.MAX_PARAM_BYTES))
       end
       p = { kind = "bytes", size = n, ctype = ("uint8_t[%d]"):format(n) }
     elseif TYPES[name] then
@@ -51,14 +51,14 @@ function M.parse(sig, level)
       p = { kind = name, size = t.size, ctype = t.ctype }
     else
       fail(('signature "%s": unknown type \'%s\' at position %d (types: %s)'):format(sig, name, pos,
-           M.TYPE_NAMES), level)
+           M.TYPE_NAMES))
     end
     total = total + p.size
     params[#params + 1] = p
   end
   if total > M.MAX_PARAM_BYTES then
     fail(('signature "%s": parameters take %d bytes (at most %d per kernel)'):format(sig, total,
-         M.MAX_PARAM_BYTES), level)
+         M.MAX_PARAM_BYTES))
   end
   return params
 end
@@ -70,7 +70,7 @@ local i64_t, u64_t = ffi.typeof("int64_t"), ffi.typeof("uint64_t")
 local tensormap_t = ffi.typeof("CUtensorMap")
 
 local function arg_fail(i, kind, msg)
-  error(("cuasync.launch: argument %d (%s) %s"):format(i, kind, msg), 4)
+  util.fail("launch", ("argument %d (%s) %s"):format(i, kind, msg))
 end
 
 local function integer(i, kind, v, lo, hi)
@@ -101,6 +101,10 @@ local function pointer(i, v)
       return v.ptr
     end
     if ffi.istype(u64_t, v) or ffi.istype(i64_t, v) then return v end
+    local what = tostring(ffi.typeof(v))
+    if not what:match("%*>$") then
+      arg_fail(i, "ptr", ("must be device memory: a buffer, a device pointer or an address (got %s)"):format(what))
+    end
     local ok, p = pcall(ffi.cast, u64_t, v)
     if ok then return p end
     arg_fail(i, "ptr", ("cannot be taken from %s"):format(tostring(ffi.typeof(v))))

@@ -2,6 +2,8 @@
 local ffi = require("ffi")
 local native = require("cuasync.native")
 local device = require("cuasync.device")
+local handle = require("cuasync.handle")
+local util = require("cuasync.util")
 
 local C, errbuf, ERRLEN = native.C, native.errbuf, native.ERRLEN
 
@@ -14,23 +16,30 @@ local M = {}
 local Stream, Event = {}, {}
 
 function Stream:synchronize()
+  if self.open == 0 then util.fail("stream.synchronize", "the stream is closed") end
   native.check(C.cuasync_stream_synchronize(self.handle, "waiting for a stream", errbuf, ERRLEN))
 end
 
-function Stream:close()
-  if self.open ~= 0 then
-    self.open = 0
-    native.check(C.cuasync_stream_destroy(self.handle, errbuf, ERRLEN))
-  end
+local function closer(kind, destroy)
+  return {
+    live = function(h) return h.open ~= 0 end,
+    kill = function(h) h.open = 0; return h.handle end,
+    release = function(x) return destroy(x, errbuf, ERRLEN) end,
+    tostring = function(h) return ("cuasync.%s(%s)"):format(kind, h.open ~= 0 and "open" or "closed") end,
+  }
 end
 
-local stream_t = ffi.metatype("cuasync_stream", {
-  __index = Stream,
-  __gc = function(s) if s.open ~= 0 then s.open = 0; C.cuasync_stream_destroy(s.handle, errbuf, ERRLEN) end end,
-})
+local o = closer("stream", C.cuasync_stream_destroy)
+o.methods = Stream
+local stream_t = handle.define("cuasync_stream", o)
 
 -- cuasync.stream{ non_blocking = true }
 function M.stream(opts)
+  if opts ~= nil then
+    util.kind("stream", "opts", opts, "table")
+    util.known_fields("stream", opts, { non_blocking = true })
+    if opts.non_blocking ~= nil then util.kind("stream", "non_blocking", opts.non_blocking, "boolean") end
+  end
   device.current()
   local h = ffi.new("CUstream[1]")
   native.check(C.cuasync_stream_create(h, opts and opts.non_blocking and 1 or 0, errbuf, ERRLEN))
@@ -41,39 +50,37 @@ end
 function M.handle(s)
   if s == nil then return nil end
   if ffi.istype(stream_t, s) then
-    if s.open == 0 then error("cuasync.stream: the stream is closed", 3) end
+    if s.open == 0 then util.fail("stream", "the stream is closed") end
     return s.handle
   end
-  error(("cuasync.stream: expected a cuasync.stream() or nil (got %s)"):format(type(s)), 3)
+  util.fail("stream", ("expected a cuasync.stream() or nil (got %s)"):format(util.describe(s)))
 end
 
 function Event:record(stream)
+  if self.open == 0 then util.fail("event.record", "the event is closed") end
   native.check(C.cuasync_event_record(self.handle, M.handle(stream), errbuf, ERRLEN))
   return self
 end
 
 function Event:synchronize()
+  if self.open == 0 then util.fail("event.synchronize", "the event is closed") end
   native.check(C.cuasync_event_synchronize(self.handle, errbuf, ERRLEN))
 end
 
 -- Milliseconds from self to later (both recorded, later completed).
 local ms = ffi.new("float[1]")
 function Event:elapsed(later)
+  if not ffi.istype("cuasync_event", later) then
+    util.fail("event.elapsed", ("later must be a cuasync.event() (got %s)"):format(util.describe(later)))
+  end
+  if self.open == 0 or later.open == 0 then util.fail("event.elapsed", "the event is closed") end
   native.check(C.cuasync_event_elapsed(ms, self.handle, later.handle, errbuf, ERRLEN))
   return ms[0]
 end
 
-function Event:close()
-  if self.open ~= 0 then
-    self.open = 0
-    native.check(C.cuasync_event_destroy(self.handle, errbuf, ERRLEN))
-  end
-end
-
-local event_t = ffi.metatype("cuasync_event", {
-  __index = Event,
-  __gc = function(e) if e.open ~= 0 then e.open = 0; C.cuasync_event_destroy(e.handle, errbuf, ERRLEN) end end,
-})
+o = closer("event", C.cuasync_event_destroy)
+o.methods = Event
+local event_t = handle.define("cuasync_event", o)
 
 function M.event()
   device.current()

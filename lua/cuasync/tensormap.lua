@@ -13,7 +13,8 @@ local ffi = require("ffi")
 local native = require("cuasync.native")
 local util = require("cuasync.util")
 local buffer = require("cuasync.buffer")
-local R = require("cuasync.tensormap_rules")
+local device = require("cuasync.device")
+local R = require("cuasync.model.tensormap_rules")
 
 local C, errbuf, ERRLEN = native.C, native.errbuf, native.ERRLEN
 local fail = R.fail
@@ -29,30 +30,83 @@ local IM2COL_FIELDS = { lower = true, upper = true, channels = true, pixels = tr
 -- im2col corner offsets: one 16-bit offset in 3D, two 8-bit in 4D, three 5-bit in 5D (cuda.h).
 local CORNER = { [3] = 32768, [4] = 128, [5] = 16 }
 
+-- A device address given as an integer, a 64-bit integer cdata (CUdeviceptr) or a pointer cdata;
+-- nil otherwise (a string, a host array), and nil, "null" for address 0.
+local u64, i64 = ffi.typeof("uint64_t"), ffi.typeof("int64_t")
+function M.address(p)
+  local a
+  if util.is_integer(p) and p >= 0 then
+    a = ffi.cast("uint64_t", p)
+  elseif type(p) == "cdata" and (ffi.istype(u64, p) or ffi.istype(i64, p)) then
+    if p < 0 then return nil end
+    a = ffi.cast("uint64_t", p)
+  elseif type(p) == "cdata" and tostring(ffi.typeof(p)):match("%*>$") then
+    a = ffi.cast("uint64_t", p)
+  else
+    return nil
+  end
+  if a == 0 then return nil, "null" end
+  return a
+end
+
+-- The global memory a map describes: address, size (nil: unknown), buffer. `who` names the
+-- call in messages (default "tensormap").
+local function where(spec, who)
+  who = who or "tensormap"
+  local function no(msg) util.fail(who, msg) end
+  -- type() tests, not ~= nil: a NULL cdata pointer compares equal to nil
+  if type(spec.buffer) ~= "nil" then
+    if type(spec.ptr) ~= "nil" then no("give buffer or ptr, not both") end
+    if not ffi.istype(buffer.buffer_t, spec.buffer) then
+      no(("buffer must be a cuasync buffer (got %s)"):format(util.describe(spec.buffer)))
+    end
+    if spec.buffer.ptr == 0 then no("buffer is closed") end
+    if spec.bytes ~= nil then no("bytes goes with ptr; a buffer knows its size") end
+    return spec.buffer.ptr, tonumber(spec.buffer.nbytes), spec.buffer
+  elseif type(spec.ptr) ~= "nil" then
+    local address, null = M.address(spec.ptr)
+    if null then no("ptr is 0 (a null device address)") end
+    if not address then
+      no(("ptr must be a device address: a positive integer up to 2^53, a uint64_t or a pointer cdata (got %s)"):format(
+         util.describe(spec.ptr)))
+    end
+    local size
+    if spec.bytes ~= nil then size = util.count(who, "bytes", spec.bytes) end
+    return address, size
+  end
+  no("buffer (or ptr) is required: the global memory the map describes")
+end
+
+local function device_cc()
+  local dev = device.peek()
+  if not dev and device.available() then dev = device.current() end
+  if dev then return dev.cc, dev.name end
+end
+
 local function copy(t) local r = {} for i = 1, #t do r[i] = t[i] end return r end
 
 -- Shared by both encodings: where, dtype, dims, modes, strides, element strides.
 local function common(spec, min_rank, max_rank)
-  local address, size, buf = R.where(spec)
+  local address, size, buf = where(spec)
   local dt = R.dtype(spec.dtype)
   local dims = R.int_list("dims", spec.dims, nil, 1, 2 ^ 32)
   local rank = #dims
   if rank < min_rank or rank > max_rank then
-    fail(("dims has %d entries but an im2col map has rank %d..%d"):format(rank, min_rank, max_rank), 3)
+    fail(("dims has %d entries but an im2col map has rank %d..%d"):format(rank, min_rank, max_rank))
   end
   local m = R.modes(spec, dt, rank, 3)
   local align, why = R.alignment(dt, m.interleave, spec.dtype)
   R.check_address(address, align, why)
   local strides, span = R.layout(dt, dims, spec.strides, size, align)
   if spec.load_only ~= nil and type(spec.load_only) ~= "boolean" then
-    fail(("load_only must be a boolean (got %s)"):format(type(spec.load_only)), 3)
+    fail(("load_only must be a boolean (got %s)"):format(type(spec.load_only)))
   end
   -- Measured on the H200: a tensor store clips the innermost dimension to whole 16-byte units,
   -- so a last partial unit is written in full, past the tensor's edge. Loads are unaffected.
   local inner_bytes = R.global_bytes(dt, dims[1])
   if inner_bytes % 16 ~= 0 and not spec.load_only then
     fail(("dims[1] * %s bytes = %s is not a multiple of 16: a tensor store writes whole 16-byte units at the edge, past the tensor (pass load_only = true for a map only loaded from)"):format(
-         tostring(dt[2] / 8), tostring(inner_bytes)), 3)
+         tostring(dt[2] / 8), tostring(inner_bytes)))
   end
   local estr = spec.element_strides
   if estr == nil then
@@ -88,7 +142,7 @@ local function tiled(spec, c)
   local box = R.int_list("box", spec.box, c.rank, 1, 256)
   local dt = c.dt
   if dt.box1 and box[1] ~= dt.box1 then
-    fail(("box[1] = %d but dtype %s loads exactly %d values per row"):format(box[1], spec.dtype, dt.box1), 2)
+    fail(("box[1] = %d but dtype %s loads exactly %d values per row"):format(box[1], spec.dtype, dt.box1))
   end
   local smem_elem = dt.packed or dt[2] / 8       -- bytes per element in shared memory
   local inner = box[1] * smem_elem
@@ -105,7 +159,7 @@ local function tiled(spec, c)
   -- in shared memory, while the transaction count stays the data bytes
   local span = R.SPAN[c.m.swizzle]
   local smem_bytes = (c.m.il == 0 and span < math.huge and inner < span) and span * rows or box_bytes
-  R.device_supports(dt, spec.dtype)
+  R.device_supports(dt, spec.dtype, device_cc())
   local map = ffi.new("CUtensorMap[1]")
   local cdims, cstrides, cestr = arrays(c)
   local cbox = ffi.new("unsigned[5]")
@@ -118,7 +172,7 @@ end
 
 local function im2col(spec, c)
   local ic = spec.im2col
-  if type(ic) ~= "table" then fail(("im2col must be a table {lower, upper, channels, pixels} (got %s)"):format(type(ic)), 2) end
+  if type(ic) ~= "table" then fail(("im2col must be a table {lower, upper, channels, pixels} (got %s)"):format(type(ic))) end
   util.known_fields("tensormap", ic, IM2COL_FIELDS, 3)
   if spec.box ~= nil then fail("give box or im2col, not both (an im2col map's box is channels x pixels)", 2) end
   local n, lim = c.rank - 2, CORNER[c.rank]
@@ -129,19 +183,19 @@ local function im2col(spec, c)
     -- the window's first positions run from lower to dims + upper - 1 along each spatial dimension
     if c.dims[i + 1] + upper[i] - lower[i] < 1 then
       fail(("im2col: spatial dimension %d has no pixels (dims[%d] = %d, lower %d, upper %d: the bounding box must have non-zero area)"):format(
-           i, i + 1, c.dims[i + 1], lower[i], upper[i]), 2)
+           i, i + 1, c.dims[i + 1], lower[i], upper[i]))
     end
   end
   local channels = ic.channels
   if not util.is_integer(channels) or channels < 1 or channels > 256 then
-    fail(("im2col.channels = %s is outside 1..256"):format(util.describe(channels)), 2)
+    fail(("im2col.channels = %s is outside 1..256"):format(util.describe(channels)))
   end
   local pixels = ic.pixels
   if not util.is_integer(pixels) or pixels < 1 or pixels > 1024 then
-    fail(("im2col.pixels = %s is outside 1..1024"):format(util.describe(pixels)), 2)
+    fail(("im2col.pixels = %s is outside 1..1024"):format(util.describe(pixels)))
   end
   local dt = c.dt
-  if dt.packed then fail(("dtype %s: packed types are not supported in im2col maps by cuasync"):format(spec.dtype), 2) end
+  if dt.packed then fail(("dtype %s: packed types are not supported in im2col maps by cuasync"):format(spec.dtype)) end
   local esize = dt[2] / 8
   R.inner(("im2col.channels * %d bytes"):format(esize), channels * esize, c.m)
   local map = ffi.new("CUtensorMap[1]")
@@ -171,7 +225,7 @@ function TensorMap:replace_address(where, bytes)
   local spec = { ptr = where, bytes = bytes }
   if type(where) == "cdata" and ffi.istype(buffer.buffer_t, where) then spec = { buffer = where } end
   if where == nil then spec = {} end
-  local address, size, buf = R.where(spec, who)
+  local address, size, buf = where(spec, who)
   if tonumber(address % self.align) ~= 0 then
     util.fail(who, ("address 0x%x is not %d-byte aligned (this map needs %d)"):format(tonumber(address), self.align,
               self.align))

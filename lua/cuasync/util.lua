@@ -1,45 +1,133 @@
--- Argument checks shared by the public functions. Each raises "cuasync.<where>: <what> (<rule>)".
+-- Argument checks shared by the public functions. Each raises "cuasync.<where>: <what> (<rule>)"
+-- at the user's line: the first stack frame outside lua/cuasync/, found by walking the stack, so
+-- no caller counts levels by hand. Pure Lua: model/ may use it.
 local M = {}
 
-local function describe(v)
-  if type(v) == "string" then return ("%q"):format(v) end
-  return tostring(v)
+-- The directory holding this library's modules ("lua/" in a checkout, the LuaRocks tree when
+-- installed): frames whose source starts with it are the library's own.
+local here = debug.getinfo(1, "S").source
+local LIB = here:match("^@(.*[/\\])cuasync[/\\]util%.lua$")
+LIB = LIB and ("@" .. LIB .. "cuasync") or "@lua/cuasync"
+
+local function library_frame(src)
+  return src:sub(1, #LIB) == LIB or src:sub(1, 9) == "=cuasync." or src == "=[C]" or src == "=(tail call)"
+end
+
+-- The stack level (as error() counts it, seen from the caller of user_level) of the first frame
+-- outside the library; 1 when the whole stack is the library's.
+function M.user_level()
+  local level = 3
+  while true do
+    local info = debug.getinfo(level, "S")
+    if not info then return 1 end
+    if not library_frame(info.source) then return level - 1 end
+    level = level + 1
+  end
+end
+
+-- "file:line" of the user's frame, or nil.
+function M.user_where()
+  local level = 3
+  while true do
+    local info = debug.getinfo(level, "Sl")
+    if not info then return nil end
+    if not library_frame(info.source) then
+      return info.currentline and info.currentline > 0 and (info.short_src .. ":" .. info.currentline) or nil
+    end
+    level = level + 1
+  end
+end
+
+-- Quote a value for a message, never more than `max` characters of it (default 80).
+local function describe(v, max)
+  max = max or 80
+  local s
+  if type(v) == "string" then
+    local cut = #v > max and v:sub(1, max) or v
+    s = ("%q"):format(cut):gsub("\\\n", "\\n"):gsub("%z", "\\0")
+    if #v > max then s = s .. ("... (%d bytes)"):format(#v) end
+    return s
+  end
+  if type(v) == "number" and v == math.floor(v) and math.abs(v) >= 2 ^ 53 and v == v
+     and math.abs(v) ~= math.huge then
+    return ("%.17g"):format(v)
+  end
+  s = tostring(v)
+  if #s > max then s = s:sub(1, max) .. "..." end
+  return s
 end
 M.describe = describe
 
-function M.fail(where, msg, level)
-  error("cuasync." .. where .. ": " .. msg, (level or 2) + 1)
+-- Raise at the user's line. `level` is accepted for old callers and ignored: the stack decides.
+function M.fail(where, msg)
+  if #msg > 60000 then msg = msg:sub(1, 60000) .. "... (message cut)" end
+  error("cuasync." .. where .. ": " .. msg, M.user_level())
 end
 
+-- An integer a double holds exactly (|v| <= 2^53).
 function M.is_integer(v)
-  return type(v) == "number" and v == math.floor(v) and v > -math.huge and v < math.huge
+  return type(v) == "number" and v == math.floor(v) and v >= -2 ^ 53 and v <= 2 ^ 53
 end
 
--- A positive integer (or, with allow_zero, a non-negative one).
-function M.count(where, name, v, level, allow_zero)
+-- A positive integer (or, with allow_zero, a non-negative one), at most 2^53.
+function M.count(where, name, v, _, allow_zero)
   if not M.is_integer(v) or v < 0 or (v == 0 and not allow_zero) then
     M.fail(where, ("%s must be a %s integer (got %s)"):format(name, allow_zero and "non-negative"
-           or "positive", describe(v)), (level or 2) + 1)
+           or "positive", describe(v)))
   end
   return v
 end
 
-function M.kind(where, name, v, want, level)
-  if type(v) ~= want then
-    M.fail(where, ("%s must be a %s (got %s)"):format(name, want, type(v)), (level or 2) + 1)
+-- An integer in lo..hi.
+function M.int_in(where, name, v, lo, hi)
+  if not M.is_integer(v) or v < lo or v > hi then
+    M.fail(where, ("%s must be an integer in %s..%s (got %s)"):format(name, describe(lo), describe(hi),
+           describe(v)))
   end
   return v
+end
+
+function M.kind(where, name, v, want)
+  if type(v) ~= want then
+    M.fail(where, ("%s must be a %s (got %s)"):format(name, want, type(v)))
+  end
+  return v
+end
+
+-- A string with no NUL byte (the C side would cut it there).
+function M.cstring(where, name, v)
+  M.kind(where, name, v, "string")
+  local at = v:find("\0", 1, true)
+  if at then M.fail(where, ("%s must not contain a NUL byte (found at byte %d)"):format(name, at)) end
+  return v
+end
+
+-- A proper list: keys exactly 1..#t, so a nil hole or a map-style key is refused, never dropped.
+function M.list(where, name, t)
+  M.kind(where, name, t, "table")
+  local n = 0
+  for k in pairs(t) do
+    n = n + 1
+    if type(k) ~= "number" or not M.is_integer(k) or k < 1 then
+      M.fail(where, ("%s must be a list (found key %s)"):format(name, describe(k)))
+    end
+  end
+  if n ~= #t then
+    M.fail(where, ("%s must be a list without holes (%d entries, but #%s = %d)"):format(name, n, name, #t))
+  end
+  return t
 end
 
 -- Reject fields a table does not know, so a typo never silently does nothing.
-function M.known_fields(where, t, allowed, level)
+function M.known_fields(where, t, allowed)
   for k in pairs(t) do
     if not allowed[k] then
       local names = {}
       for n in pairs(allowed) do names[#names + 1] = n end
       table.sort(names)
-      M.fail(where, ("unknown field '%s' (fields: %s)"):format(tostring(k), table.concat(names, ", ")),
-             (level or 2) + 1)
+      local key = type(k) == "string" and ("'%s'"):format((#k > 40 and k:sub(1, 40) .. "..." or k):gsub("%c", "?"))
+                  or describe(k)
+      M.fail(where, ("unknown field %s (fields: %s)"):format(key, table.concat(names, ", ")))
     end
   end
 end

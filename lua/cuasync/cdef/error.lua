@@ -4,6 +4,7 @@ require("cuasync.cdef.core")
 
 local declarations = [[
 const char *cuasync_cu_error_name(int status);
+int cuasync_last_cu_status(void);
 ]]
 
 ffi.cdef(declarations)

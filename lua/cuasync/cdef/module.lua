@@ -20,6 +20,8 @@ int cuasync_module_load(CUmodule *mod, const void *image, const char *what, char
 int cuasync_module_unload(CUmodule mod, char *err, size_t errlen);
 int cuasync_module_function(CUfunction *fn, CUmodule mod, const char *name, const char *what,
                             char *err, size_t errlen);
+int cuasync_module_global(CUdeviceptr *ptr, size_t *bytes, CUmodule mod, const char *name, const char *what,
+                          char *err, size_t errlen);
 int cuasync_func_attributes(CUfunction fn, cuasync_func_attrs *out, const char *name,
                             char *err, size_t errlen);
 int cuasync_func_set_attribute(CUfunction fn, int attrib, int value, const char *what,

@@ -19,7 +19,7 @@ local M = {}
 M.SPAN = { none = 0, ["32B"] = 32, ["64B"] = 64, ["128B"] = 128 }
 local ELEM = { [1] = true, [2] = true, [4] = true, [8] = true }
 
-local function fail(where, msg) util.fail("swizzle." .. where, msg, 3) end
+local function fail(where, msg) util.fail("swizzle." .. where, msg) end
 
 local Layout = {}
 Layout.__index = Layout
@@ -31,12 +31,25 @@ function Layout:swizzle(o)
   return bit.bxor(o, bit.lshift(bit.band(bit.rshift(o, 7), m), 4))
 end
 
+local function cell(L, where, col, row)
+  if not util.is_integer(col) or col < 0 or col >= L.cols then
+    fail(where, ("col must be an integer in 0..%d (got %s)"):format(L.cols - 1, util.describe(col)))
+  end
+  if not util.is_integer(row) or row < 0 or row >= L.rows then
+    fail(where, ("row must be an integer in 0..%d (got %s)"):format(L.rows - 1, util.describe(row)))
+  end
+end
+
 function Layout:offset(col, row)
+  cell(self, "offset", col, row)
   return self:swizzle(row * self.pitch + col * self.elem_bytes)
 end
 
 -- The element stored at shared-memory byte `byte` (the swizzle is its own inverse), or nil past the box.
 function Layout:at(byte)
+  if not util.is_integer(byte) or byte < 0 then
+    fail("at", ("byte must be a non-negative integer (got %s)"):format(util.describe(byte)))
+  end
   local o = self:swizzle(byte)
   if o < 0 or o >= self.bytes then return nil end
   local row = math.floor(o / self.pitch)
@@ -48,6 +61,12 @@ end
 -- The worst bank conflict (how many distinct 4-byte words one bank must serve) when 32 threads
 -- read the elements `cells` ({ {col, row}, ... }) at once.
 function Layout:bank_conflicts(cells)
+  util.list("swizzle.bank_conflicts", "cells", cells)
+  for i, c in ipairs(cells) do
+    if type(c) ~= "table" then
+      fail("bank_conflicts", ("cells[%d] must be a table {col, row} (got %s)"):format(i, type(c)))
+    end
+  end
   local words, worst = {}, 0
   for _, c in ipairs(cells) do
     local w = math.floor(self:offset(c[1], c[2]) / 4)
@@ -69,6 +88,7 @@ local function check(where, mode, box, elem_bytes)
   if type(box) ~= "table" or #box < 1 or #box > 5 then
     fail(where, "box must be a table of 1..5 positive integers (innermost first)")
   end
+  util.list("swizzle." .. where, "box", box)
   for i = 1, #box do
     if not util.is_integer(box[i]) or box[i] < 1 or box[i] > 256 then
       fail(where, ("box[%d] = %s is outside 1..256"):format(i, util.describe(box[i])))
@@ -105,11 +125,17 @@ function M.layout(mode, box, elem_bytes) return layout("layout", mode, box, elem
 -- shared-memory row of the box's row width, each cell the column (or label) of the element
 -- stored there. label defaults to the column, so the rows of a matrix whose rows hold 0..N-1
 -- read exactly as TMA writes them.
+-- At most SHOW_ROWS rows are drawn unless opts.rows asks for more (a 5D box has up to 2^32 rows).
+M.SHOW_ROWS = 64
 function M.show(mode, box, elem_bytes, opts)
   local L = layout("show", mode, box, elem_bytes)
   opts = opts or {}
+  util.kind("swizzle.show", "opts", opts, "table")
+  util.known_fields("swizzle.show", opts, { rows = true, label = true })
+  if opts.rows ~= nil then util.int_in("swizzle.show", "opts.rows", opts.rows, 1, 4096) end
+  if opts.label ~= nil then util.kind("swizzle.show", "opts.label", opts.label, "function") end
   local label = opts.label or function(col) return col end
-  local nrows = math.min(opts.rows or L.rows, L.rows)
+  local nrows = math.min(opts.rows or M.SHOW_ROWS, L.rows)
   local width = #tostring(label(L.cols - 1, L.rows - 1))
   local out = { ("%s swizzle, box {%s}, %d-byte elements: shared-memory row r, slot k holds column"):format(
     mode, table.concat(box, ", "), elem_bytes) }
@@ -120,6 +146,9 @@ function M.show(mode, box, elem_bytes, opts)
       cells[#cells + 1] = ("%" .. width .. "s"):format(col and tostring(label(col, row)) or "-")
     end
     out[#out + 1] = ("%3d | %s"):format(r, table.concat(cells, " "))
+  end
+  if nrows < L.rows then
+    out[#out + 1] = ("... %d more rows (opts.rows shows up to 4096)"):format(L.rows - nrows)
   end
   return table.concat(out, "\n")
 end

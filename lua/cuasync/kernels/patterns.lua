@@ -7,13 +7,14 @@
 local ffi = require("ffi")
 local program = require("cuasync.program")
 local device = require("cuasync.device")
-local launchcfg = require("cuasync.launchcfg")
+local rules = require("cuasync.model.launch_rules")
+local ring = require("cuasync.model.ring")
 local buffer = require("cuasync.buffer")
 local util = require("cuasync.util")
 
 local M = {}
 
-local function fail(msg, level) util.fail("patterns", msg, (level or 2) + 1) end
+local function fail(msg) util.fail("patterns", msg) end
 
 -- How each kernel computes (see the kernel files):
 --   add_one  out[i] = in[i] + 1;   pad: also out[n .. round_up(n, 4)) = 1 (zero-filled tail)
@@ -27,30 +28,30 @@ local PATTERNS = {
   stage_ca16       = { file = "stage_copy.cu", threads = 256, op = "add_one", pad = true, group = 1 },
   stage_cg16       = { file = "stage_copy.cu", threads = 256, op = "add_one", pad = true, group = 1 },
   block_groups     = { file = "block_async.cu", threads = 256, op = "add_one", vec = true, stages = 4, max_stages = 16,
-                       smem = function(o) return o.stages * 256 * 2 * 16 end, group = 2 },
+                       smem = function(o) return ring.plan{ stages = o.stages, stage_bytes = 256 * 2 * 16 } end, group = 2 },
   block_mbarrier   = { file = "block_async.cu", threads = 256, op = "add_one", vec = true, stages = 4, max_stages = 16,
-                       smem = function(o) return o.stages * 256 * 2 * 16 end, group = 2 },
+                       smem = function(o) return ring.plan{ stages = o.stages, stage_bytes = 256 * 2 * 16 } end, group = 2 },
   split_arrive     = { file = "split_arrive.cu", threads = 256, op = "split", defines = { WORK = WORK }, group = 3 },
   joined           = { file = "split_arrive.cu", threads = 256, op = "split", defines = { WORK = WORK }, group = 3 },
   warp_specialized = { file = "warp_specialized.cu", threads = 160, op = "add_one", vec = true,
-                       smem = function() return 2 * 1024 * 16 end, group = 4 },
+                       smem = function() return ring.plan{ stages = 2, stage_bytes = 1024 * 16 } end, group = 4 },
   pipe_single      = { file = "pipelines.cu", threads = 256, op = "add_one", vec = true,
-                       smem = function() return 256 * 2 * 16 end, group = 5 },
+                       smem = function() return ring.plan{ stages = 1, stage_bytes = 256 * 2 * 16 } end, group = 5 },
   pipe_unified     = { file = "pipelines.cu", threads = 256, op = "add_one", vec = true, stages = 4, max_stages = 64,
-                       smem = function(o) return o.stages * 256 * 2 * 16 end, group = 5 },
+                       smem = function(o) return ring.plan{ stages = o.stages, stage_bytes = 256 * 2 * 16 } end, group = 5 },
   pipe_partitioned = { file = "pipelines.cu", threads = 160, op = "add_one", vec = true, stages = 4, max_stages = 64,
-                       tile_bytes = 8192, smem = function(o) return o.stages * o.tile_bytes end, group = 5 },
+                       tile_bytes = 8192, smem = function(o) return ring.plan{ stages = o.stages, stage_bytes = o.tile_bytes } end, group = 5 },
   cxx_single       = { file = "libcudacxx_pipelines.cu", threads = 256, op = "add_one", vec = true, group = 6 },
   cxx_unified      = { file = "libcudacxx_pipelines.cu", threads = 256, op = "add_one", vec = true, stages = 4,
                        max_stages = 8, group = 6 },
   cxx_partitioned  = { file = "libcudacxx_pipelines.cu", threads = 256, op = "add_one", vec = true, stages = 4,
                        max_stages = 8, group = 6 },
   bulk_add_one     = { file = "bulk_add_one.cu", threads = 256, op = "add_one", vec = true, stages = 4, max_stages = 16,
-                       tile_bytes = 8192, smem = function(o) return o.stages * o.tile_bytes end, group = 7 },
+                       tile_bytes = 8192, smem = function(o) return ring.plan{ stages = o.stages, stage_bytes = o.tile_bytes } end, group = 7 },
   reduce_add_u32   = { file = "bulk_reduce.cu", threads = 32, op = "reduce", vec = true, elem = "uint32_t",
-                       tile_bytes = 16384, smem = function(o) return 2 * o.tile_bytes end, group = 9 },
+                       tile_bytes = 16384, smem = function(o) return ring.plan{ stages = 2, stage_bytes = o.tile_bytes } end, group = 9 },
   reduce_add_f32   = { file = "bulk_reduce.cu", threads = 32, op = "reduce", vec = true, elem = "float",
-                       tile_bytes = 16384, smem = function(o) return 2 * o.tile_bytes end, group = 9 },
+                       tile_bytes = 16384, smem = function(o) return ring.plan{ stages = 2, stage_bytes = o.tile_bytes } end, group = 9 },
 }
 M.WORK = WORK
 
@@ -91,12 +92,13 @@ function M.kernel(name, opts)
       fail(("tile_bytes = %d is not a multiple of 64 (bulk copies move 16-byte units, in up to 4 parts)"):format(o.tile_bytes))
     end
   end
-  local smem = spec.smem and spec.smem(o) or 0
+  local r = spec.smem and spec.smem(o)
+  local smem = r and r.smem or 0
   local dev = device.peek()
-  local limits = dev and dev:limits() or launchcfg.sm_90
+  local limits = dev and dev:limits() or rules.sm_90
   if smem > limits.smem_optin then
-    fail(("pattern '%s' with stages = %s needs %d bytes of shared memory per block, over the device's %d (smem_optin): fewer stages or smaller tiles"):format(
-      name, tostring(o.stages), smem, limits.smem_optin))
+    fail(("pattern '%s' with stages = %s needs %d bytes of shared memory per block, over the device's %d (smem_optin) by %d: fewer stages or smaller tiles"):format(
+      name, tostring(o.stages), smem, limits.smem_optin, smem - limits.smem_optin))
   end
   local defines = {}
   for k, v in pairs(spec.defines or {}) do defines[k] = v end
@@ -123,27 +125,31 @@ function Pattern:resident()
   return self:kernel():occupancy(self.spec.threads, self.smem)
 end
 
-local function address(b)
-  if ffi.istype(buffer.buffer_t, b) then return b.ptr, tonumber(b.nbytes) end
-  return b, nil
+local function address(name, b)
+  if ffi.istype(buffer.buffer_t, b) then
+    if b.ptr == 0 then fail(("%s is a closed buffer"):format(name)) end
+    return b.ptr, tonumber(b.nbytes)
+  end
+  local a = require("cuasync.tensormap").address(b)
+  if not a then fail(("%s must be a device buffer or address (got %s)"):format(name, util.describe(b))) end
+  return a, nil
 end
 
 -- The rules, checked before launch: n, 16-byte vectors, alignment, buffer sizes.
-function Pattern:check(out, inp, n, level)
-  level = (level or 2) + 1
-  util.count("patterns", "n", n, level)
+function Pattern:check(out, inp, n)
+  util.count("patterns", "n", n)
   if self.spec.vec and n % 4 ~= 0 then
-    fail(("n = %d is not a multiple of 4 elements (pattern '%s' moves 16-byte vectors)"):format(n, self.name), level)
+    fail(("n = %d is not a multiple of 4 elements (pattern '%s' moves 16-byte vectors)"):format(n, self.name))
   end
   for _, x in ipairs({ { "out", out, self:out_elems(n) }, { "inp", inp, n } }) do
-    local p, size = address(x[2])
+    local p, size = address(x[1], x[2])
     local a = tonumber(ffi.cast("uint64_t", p) % 16)
     if a ~= 0 then
       fail(("%s address 0x%x is not 16-byte aligned (pattern '%s' copies 16-byte units)"):format(
-        x[1], tonumber(ffi.cast("uint64_t", p)), self.name), level)
+        x[1], tonumber(ffi.cast("uint64_t", p)), self.name))
     end
     if size and size < x[3] * 4 then
-      fail(("%s holds %d bytes but pattern '%s' with n = %d needs %d"):format(x[1], size, self.name, n, x[3] * 4), level)
+      fail(("%s holds %d bytes but pattern '%s' with n = %d needs %d"):format(x[1], size, self.name, n, x[3] * 4))
     end
   end
 end
@@ -151,8 +157,9 @@ end
 -- :prepare(out, inp, n[, { grid = g, stream = s }]) -> run; grid defaults to every resident
 -- block (resident per SM × SMs).
 function Pattern:prepare(out, inp, n, opts)
-  self:check(out, inp, n, 2)
+  self:check(out, inp, n)
   opts = opts or {}
+  util.kind("patterns", "opts", opts, "table")
   util.known_fields("patterns", opts, { grid = true, stream = true }, 2)
   local k = self:kernel()
   local grid = opts.grid
@@ -162,7 +169,7 @@ function Pattern:prepare(out, inp, n, opts)
     grid = r * k.device.sms
   end
   return (k:prepare({ grid = grid, block = self.spec.threads, smem = self.smem, stream = opts.stream },
-                    address(out), address(inp), n))
+                    (address("out", out)), (address("inp", inp)), n))
 end
 
 -- -- CPU reference ----------------------------------------------------------------------------
@@ -180,7 +187,24 @@ end
 -- :verify(in_host, out_host, n[, before]) -> nil, or a message naming the first wrong element.
 -- in_host/out_host: pointers or arrays of the pattern's element type; out_host must hold
 -- out_elems(n) + any guard the caller checks. before: the output's contents before a reduce.
+-- The host data verify reads: a cdata pointer (trusted for n) or an array holding `need` elements.
+local function host(name, p, need, esize)
+  if type(p) ~= "cdata" then fail(("verify: %s must be a host array or pointer (got %s)"):format(name, type(p))) end
+  local is_pointer = tostring(ffi.typeof(p)):match("%*>$") ~= nil
+  if not is_pointer then
+    local size = ffi.sizeof(p)
+    if not size or size < need * esize then
+      fail(("verify: %s holds %s bytes but n = %d needs %d"):format(name, tostring(size), need, need * esize))
+    end
+  end
+end
+
 function Pattern:verify(inp, out, n, before)
+  util.count("patterns", "n", n, nil, true)
+  local esize = self.elem == "float" and 4 or 4
+  host("inp", inp, n, esize)
+  host("out", out, self:out_elems(n), esize)
+  if self.spec.op == "reduce" then host("before", before, n, esize) end
   local op = self.spec.op
   local function wrong(i, want, got)
     return ("pattern '%s': element %d is %s, expected %s"):format(self.name, i, tostring(got), tostring(want))

@@ -1,13 +1,12 @@
 -- The rules of cuTensorMapEncodeTiled / EncodeIm2col / ReplaceAddress (cuda.h, CUDA 13), checked
 -- in Lua so that each broken one is named with its argument and value: the driver answers any of
--- them with a bare CUDA_ERROR_INVALID_VALUE. tensormap.lua assembles them.
-local ffi = require("ffi")
-local buffer = require("cuasync.buffer")
+-- them with a bare CUDA_ERROR_INVALID_VALUE. Pure Lua: tensormap.lua resolves the buffer or
+-- address and the device, and passes their facts in.
 local util = require("cuasync.util")
 
 local M = {}
 
-function M.fail(msg, level) util.fail("tensormap", msg, (level or 2) + 1) end
+function M.fail(msg) util.fail("tensormap", msg) end
 local fail = M.fail
 
 -- name -> { driver enum, bits per element, float, packed = bytes per value in shared memory,
@@ -66,33 +65,6 @@ function M.int_list(field, v, n, lo, hi, why)
     end
   end
   return v
-end
-
--- The global memory a map describes: address, size (nil: unknown), buffer. `who` names the
--- call in messages (default "tensormap").
-function M.where(spec, who)
-  who = who or "tensormap"
-  local function no(msg) util.fail(who, msg, 4) end
-  -- type() tests, not ~= nil: a NULL cdata pointer compares equal to nil
-  if type(spec.buffer) ~= "nil" then
-    if type(spec.ptr) ~= "nil" then no("give buffer or ptr, not both") end
-    if not ffi.istype(buffer.buffer_t, spec.buffer) then
-      no(("buffer must be a cuasync buffer (got %s)"):format(util.describe(spec.buffer)))
-    end
-    if spec.buffer.ptr == 0 then no("buffer is closed") end
-    return spec.buffer.ptr, tonumber(spec.buffer.nbytes), spec.buffer
-  elseif type(spec.ptr) ~= "nil" then
-    local p = spec.ptr
-    if not (util.is_integer(p) and p > 0) and not (type(p) == "cdata" and pcall(ffi.cast, "uint64_t", p)) then
-      no(("ptr must be a device address: a positive integer or cdata (got %s)"):format(util.describe(p)))
-    end
-    local address = ffi.cast("uint64_t", p)
-    if address == 0 then no("ptr is 0 (a null device address)") end
-    local size
-    if spec.bytes ~= nil then size = util.count(who, "bytes", spec.bytes, 4) end
-    return address, size
-  end
-  no("buffer (or ptr) is required: the global memory the map describes")
 end
 
 -- Address alignment: 16 bytes; 32 with 32B interleave or the 16-byte-aligned packed types.
@@ -188,17 +160,12 @@ function M.inner(field, bytes, m)
   end
 end
 
--- A packed (Blackwell) type on a device that cannot load it: say so before the driver does.
-function M.device_supports(dt, dtype)
-  if not dt.sm100 then return end
-  local device = require("cuasync.device")
-  local ok = device.available()
-  if not ok then return end
-  local dev = device.current()
-  if dev.cc < 100 then
-    fail(("dtype %s is a Blackwell type (compute capability 10.0+); %s is %d.%d"):format(dtype, dev.name,
-         math.floor(dev.cc / 10), dev.cc % 10), 3)
-  end
+-- A packed (Blackwell) type on a device below compute capability 10.0: say so before the driver
+-- does. cc is the device's (e.g. 90), nil where no device is known.
+function M.device_supports(dt, dtype, cc, name)
+  if not dt.sm100 or not cc or cc >= 100 then return end
+  fail(("dtype %s is a Blackwell type (compute capability 10.0+); %s is %d.%d"):format(dtype, name or "this device",
+       math.floor(cc / 10), cc % 10))
 end
 
 return M

@@ -2,27 +2,36 @@
 -- in Lua before launch, the grid sized from the device, and the launch prepared once per shape.
 local program = require("cuasync.program")
 local device = require("cuasync.device")
-local launchcfg = require("cuasync.launchcfg")
+local rules = require("cuasync.model.launch_rules")
+local ring = require("cuasync.model.ring")
 local buffer = require("cuasync.buffer")
 local util = require("cuasync.util")
 local ffi = require("ffi")
 
 local M = {}
 
-local function fail(msg) util.fail("copy", msg, 3) end
+local function fail(msg) util.fail("copy", msg) end
 
-local function addr(p)
-  if ffi.istype(buffer.buffer_t, p) then return p.ptr end
-  return p
+-- A device address: a buffer's, an integer, or a uint64_t cdata.
+local function addr(name, p)
+  if ffi.istype(buffer.buffer_t, p) then
+    if p.ptr == 0 then fail(("%s is a closed buffer"):format(name)) end
+    return p.ptr
+  end
+  local a = require("cuasync.tensormap").address(p)
+  if not a then
+    fail(("%s must be a device buffer or address (got %s)"):format(name, util.describe(p)))
+  end
+  return a
 end
 
 -- cp.async.bulk: size a multiple of 16, global addresses 16-byte aligned.
 function M.check_bulk(bytes, dst, src)
-  util.count("copy", "bytes", bytes, 3)
+  util.count("copy", "bytes", bytes)
   if bytes % 16 ~= 0 then
     fail(("bytes = %d is not a multiple of 16 (cp.async.bulk moves 16-byte units)"):format(bytes))
   end
-  for _, x in ipairs({ { "dst", addr(dst) }, { "src", addr(src) } }) do
+  for _, x in ipairs({ { "dst", addr("dst", dst) }, { "src", addr("src", src) } }) do
     local a = tonumber(ffi.cast("uint64_t", x[2]) % 16)
     if a ~= 0 then
       fail(("%s address 0x%x is not 16-byte aligned (cp.async.bulk needs 16-byte aligned global addresses)"):format(
@@ -44,6 +53,7 @@ M.INFLIGHT = 40 * 1024
 --   -> an object with :grid/:prepare/:copy
 function M.bulk_kernel(opts)
   opts = opts or {}
+  util.kind("copy", "opts", opts, "table")
   util.known_fields("copy", opts, { stages = true, chunk = true, store_lag = true, inflight = true }, 2)
   local stages = util.count("copy", "stages", opts.stages or 10, 2)
   local chunk = util.count("copy", "chunk", opts.chunk or 4096, 2)
@@ -54,12 +64,10 @@ function M.bulk_kernel(opts)
     fail(("chunk = %d is not a multiple of 16 (cp.async.bulk moves 16-byte units)"):format(chunk))
   end
   local dev = device.peek()
-  local limits = dev and dev:limits() or launchcfg.sm_90
-  local barriers = 8 * stages
-  if stages * chunk + barriers > limits.smem_optin then
-    fail(("stages * chunk = %d bytes of shared memory (plus %d for barriers) exceeds the device's %d bytes per block (smem_optin)"):format(
-         stages * chunk, barriers, limits.smem_optin))
-  end
+  local limits = dev and dev:limits() or rules.sm_90
+  -- the data ring is dynamic shared memory; the kernel's barriers are static, one per stage
+  local r = ring.plan{ where = "copy", stages = stages, stage_bytes = chunk, align = 16 }
+  ring.fit(r, limits.smem_optin, "copy", "stages * chunk", stages * ring.BARRIER_BYTES)
   local mod = program.new{ file = "copy_bulk.cu", defines = { STAGES = stages, CHUNK = chunk, STORE_LAG = lag } }:compile()
   return setmetatable({ module = mod, stages = stages, chunk = chunk, smem = stages * chunk,
                         inflight = inflight }, Bulk)

@@ -1,4 +1,5 @@
--- Launch configurations: every rule checked before the driver sees the launch.
+-- The rules of a launch configuration, checked before the driver sees it. Pure Lua: the device's
+-- limits and the kernel's attributes are passed in (launch.lua owns the native config object).
 local util = require("cuasync.util")
 
 local M = {}
@@ -13,11 +14,11 @@ M.sm_90 = {
 }
 
 local FIELDS = { grid = true, block = true, cluster = true, smem = true, stream = true,
-                 non_portable = true, cluster_policy = true }
+                 non_portable = true, cluster_policy = true, cooperative = true }
 local POLICIES = { default = 0, spread = 1, load_balancing = 2 }
 local AXIS = { "x", "y", "z" }
 
-local function fail(msg) util.fail("launch", msg, 4) end
+local function fail(msg) util.fail("launch", msg) end
 
 local function fmt(d) return ("{%d, %d, %d}"):format(d[1], d[2], d[3]) end
 
@@ -27,13 +28,18 @@ local function dims(name, v)
   if type(v) == "number" then
     d = { v }
   elseif type(v) == "table" then
-    if #v < 1 or #v > 3 then
-      fail(("%s must have 1 to 3 dimensions (got %d)"):format(name, #v))
-    end
+    local n, top = 0, 0
     for k in pairs(v) do
-      if type(k) ~= "number" or k < 1 or k > 3 or k ~= math.floor(k) then
+      if type(k) ~= "number" or k < 1 or k ~= math.floor(k) then
         fail(("%s must be a list {x[, y[, z]]} (got key %s)"):format(name, util.describe(k)))
       end
+      n, top = n + 1, math.max(top, k)
+    end
+    if n < 1 or top > 3 then
+      fail(("%s must have 1 to 3 dimensions (got %d)"):format(name, math.max(n, top)))
+    end
+    if n ~= top then
+      fail(("%s has a nil before its last dimension (a hole is refused, never read as 1)"):format(name))
     end
     d = { v[1], v[2], v[3] }
   elseif v == nil then
@@ -58,7 +64,11 @@ function M.check(cfg, limits, attrs, kname)
   if type(cfg) ~= "table" then
     fail(("config must be a table {grid = ..., block = ...} (got %s)"):format(type(cfg)))
   end
-  util.known_fields("launch", cfg, FIELDS, 3)
+  if limits == nil then limits = M.sm_90 end
+  if type(limits) ~= "table" or type(limits.max_grid) ~= "table" or type(limits.max_block) ~= "table" then
+    fail("limits must be a device's :limits() or cuasync.limits.sm_90")
+  end
+  util.known_fields("launch", cfg, FIELDS)
   local grid, block = dims("grid", cfg.grid), dims("block", cfg.block)
   for i = 1, 3 do
     if grid[i] > limits.max_grid[i] then
@@ -133,10 +143,14 @@ function M.check(cfg, limits, attrs, kname)
   elseif policy ~= nil then
     fail("cluster_policy needs cluster dims")
   end
+  local cooperative = cfg.cooperative
+  if cooperative ~= nil and type(cooperative) ~= "boolean" then
+    fail(("cooperative must be a boolean (got %s)"):format(type(cooperative)))
+  end
 
   return { grid = grid, block = block, smem = smem, cluster = cluster, stream = cfg.stream,
            non_portable = non_portable or false, policy = policy and POLICIES[policy] or nil,
-           threads = threads }
+           threads = threads, blocks = grid[1] * grid[2] * grid[3], cooperative = cooperative or false }
 end
 
 return M

@@ -1,0 +1,31 @@
+-- One way to make a leaf handle: an ffi.metatype struct whose close is also its __gc. close is
+-- idempotent (the handle is marked dead before the driver is asked), and raises a failure the
+-- caller can act on; a failure that only says the context is already gone (a sticky error, or the
+-- driver shutting down at exit) is not raised, since the resource went with the context — and a
+-- raising finaliser would surface in whatever code the GC happened to interrupt.
+local ffi = require("ffi")
+local native = require("cuasync.native")
+
+local M = {}
+
+local GONE = { CUDA_ERROR_DEINITIALIZED = true }
+
+-- define(ctype, { live = fn(h) -> bool, kill = fn(h) (mark dead; returns what release needs),
+--                 release = fn(token) -> rc, methods = {...}, tostring = fn })
+-- -> the metatype; methods.close is set.
+function M.define(ctype, o)
+  local live, kill, release = o.live, o.kill, o.release
+  local function close(h)
+    if not live(h) then return end
+    local rc = release(kill(h))
+    if rc ~= 0 then
+      local ok, err = pcall(native.check, rc)
+      if not ok and native.is_driver_error(err) and (err.sticky or GONE[err.code]) then return end
+      if not ok then error(err, 0) end
+    end
+  end
+  o.methods.close = close
+  return ffi.metatype(ctype, { __index = o.methods, __gc = close, __tostring = o.tostring })
+end
+
+return M

@@ -1,0 +1,182 @@
+-- The launch config object: a checked config (model/launch_rules.lua) bound to a kernel, owning
+-- its native CUlaunchConfig and attribute array (ids by name), the cluster and cooperative
+-- preflights, and an identity key under which kernel:launch caches it.
+local ffi = require("ffi")
+local native = require("cuasync.native")
+local rules = require("cuasync.model.launch_rules")
+local clusters = require("cuasync.model.clusters")
+local streams = require("cuasync.stream")
+local util = require("cuasync.util")
+
+local C, errbuf, ERRLEN = native.C, native.errbuf, native.ERRLEN
+
+local M = {}
+local Config = {}
+Config.__index = Config
+
+local function fmt(d) return ("{%d, %d, %d}"):format(d[1], d[2], d[3]) end
+
+function Config:__tostring()
+  local c = self.c
+  return ("launch of '%s': grid %s block %s smem %d%s%s%s"):format(self.kernel.name, fmt(c.grid), fmt(c.block), c.smem,
+    c.cluster and (" cluster " .. fmt(c.cluster)) or "", c.cooperative and " cooperative" or "",
+    c.stream and " on a stream" or "")
+end
+
+-- The identity of a config table: the same key means the same checked config. nil when the
+-- table holds anything a key cannot stand for (then the config is checked in full, every call).
+local KEYED = { grid = 1, block = 2, smem = 3, cluster = 4, stream = 5, non_portable = 6, cluster_policy = 7,
+                cooperative = 8 }
+local parts = {}
+local function dims_part(v)
+  local t = type(v)
+  if t == "number" then return v end
+  if t ~= "table" then return nil end
+  local x, y, z = v[1], v[2], v[3]
+  local n = 0
+  for _ in pairs(v) do n = n + 1 end
+  if z ~= nil then if n ~= 3 then return nil end return x .. "," .. y .. "," .. z end
+  if y ~= nil then if n ~= 2 then return nil end return x .. "," .. y end
+  if n ~= 1 or x == nil then return nil end
+  return x .. ","
+end
+
+function M.key(cfg)
+  if type(cfg) ~= "table" then return nil end
+  local n = 0
+  for k in pairs(cfg) do
+    if not KEYED[k] then return nil end
+    n = n + 1
+  end
+  local grid, block = dims_part(cfg.grid), dims_part(cfg.block)
+  if not grid or not block then return nil end
+  parts[1], parts[2] = grid, block
+  parts[3] = cfg.smem or ""
+  local cl = cfg.cluster
+  if cl ~= nil then cl = dims_part(cl); if not cl then return nil end end
+  parts[4] = cl or ""
+  local s = cfg.stream
+  parts[5] = s == nil and "" or tostring(s)
+  parts[6] = tostring(cfg.non_portable)
+  parts[7] = tostring(cfg.cluster_policy)
+  parts[8] = tostring(cfg.cooperative)
+  for i = 1, 8 do
+    local t = type(parts[i])
+    if t ~= "string" and t ~= "number" then return nil end
+  end
+  return table.concat(parts, "|", 1, 8)
+end
+
+local function query(fn, k, lc)
+  local n = ffi.new("int[1]")
+  native.check(fn(k.fn, lc, n, k.name, errbuf, ERRLEN))
+  return n[0]
+end
+
+-- Run f with the function attributes this config needs (dynamic smem over 48 KiB, non-portable
+-- clusters) set, and put the old values back after: a query must leave no trace on the kernel.
+function M.with_attributes(k, c, attrs, f)
+  local old_smem, old_np = attrs.max_dynamic_smem, attrs.non_portable_cluster_allowed
+  local set_smem = c.smem > old_smem
+  local set_np = c.non_portable and not old_np
+  if set_smem then k:set_attribute(C.CUASYNC_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, c.smem, "a query") end
+  if set_np then k:set_attribute(C.CUASYNC_CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1, "a query") end
+  local ok, r = pcall(f)
+  if set_smem then k:set_attribute(C.CUASYNC_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, old_smem, "a query") end
+  if set_np then k:set_attribute(C.CUASYNC_CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 0, "a query") end
+  if not ok then error(r, 0) end
+  return r
+end
+
+-- The native config for checked config c (the attribute array kept alive beside it).
+local function native_config(c, stream)
+  local lc = ffi.new("CUlaunchConfig")
+  lc.gridDimX, lc.gridDimY, lc.gridDimZ = c.grid[1], c.grid[2], c.grid[3]
+  lc.blockDimX, lc.blockDimY, lc.blockDimZ = c.block[1], c.block[2], c.block[3]
+  lc.sharedMemBytes = c.smem
+  lc.hStream = stream
+  local la = ffi.new("CUlaunchAttribute[3]")
+  local n = 0
+  if c.cluster then
+    la[n].id = C.CUASYNC_CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+    la[n].value.clusterDim.x, la[n].value.clusterDim.y, la[n].value.clusterDim.z =
+      c.cluster[1], c.cluster[2], c.cluster[3]
+    n = n + 1
+    if c.policy then
+      la[n].id = C.CUASYNC_CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE
+      la[n].value.clusterSchedulingPolicyPreference = c.policy
+      n = n + 1
+    end
+  end
+  if c.cooperative then
+    la[n].id = C.CUASYNC_CU_LAUNCH_ATTRIBUTE_COOPERATIVE
+    la[n].value.cooperative = 1
+    n = n + 1
+  end
+  lc.attrs = n > 0 and la or nil
+  lc.numAttrs = n
+  return lc, la
+end
+
+-- Refuse, with the limit that makes it impossible, a cluster larger than this kernel can have
+-- in this config, or one that can never be resident.
+local function cluster_preflight(k, lc, c, attrs)
+  local size = c.cluster[1] * c.cluster[2] * c.cluster[3]
+  local info = { cluster = c.cluster, size = size, kernel = k.name, block = c.block, dev = k.device,
+                 k = { threads = c.threads, smem = c.smem + attrs.static_smem, regs = attrs.regs } }
+  if size > rules.PORTABLE_CLUSTER then
+    info.max = query(C.cuasync_launch_max_cluster_size, k, lc)
+    if size > info.max then util.fail("launch", clusters.too_large(info)) end
+  end
+  if query(C.cuasync_launch_max_active_clusters, k, lc) == 0 then
+    util.fail("launch", clusters.never_resident(info))
+  end
+end
+
+-- A cooperative grid must be co-resident: every block at once (the grid-wide sync waits for all).
+local function cooperative_preflight(k, c)
+  local per_sm = k:occupancy(c.threads, c.smem)
+  local most = per_sm * k.device.sms
+  if c.blocks > most then
+    util.fail("launch", ("cooperative launch of kernel '%s' has %d blocks but only %d can be resident at once (%d per SM x %d SMs with block %s and %d bytes of dynamic shared memory): a grid-wide sync needs every block resident"):format(
+      k.name, c.blocks, most, per_sm, k.device.sms, fmt(c.block), c.smem))
+  end
+end
+
+-- M.new(kernel, cfg[, { query = true }]) -> Config: checked, its native struct built, the
+-- kernel's attributes raised for it (unless query: then nothing is set and no preflight runs).
+function M.new(k, cfg, opts)
+  local attrs = k:attributes()
+  local c = rules.check(cfg, k.device:limits(), attrs, k.name)
+  local stream = streams.handle(c.stream)
+  local lc, la = native_config(c, stream)
+  local self = setmetatable({ kernel = k, c = c, lc = lc, la = la, attrs = attrs, key = M.key(cfg) }, Config)
+  if opts and opts.query then return self end
+  if c.smem > attrs.max_dynamic_smem then
+    k:set_attribute(C.CUASYNC_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, c.smem,
+      ("raising kernel '%s''s dynamic shared memory limit to %d bytes"):format(k.name, c.smem))
+  end
+  if c.non_portable and not attrs.non_portable_cluster_allowed then
+    k:set_attribute(C.CUASYNC_CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1,
+      ("allowing kernel '%s' non-portable cluster sizes"):format(k.name))
+  end
+  if c.cluster then cluster_preflight(k, lc, c, attrs) end
+  if c.cooperative then cooperative_preflight(k, c) end
+  return self
+end
+
+-- How many clusters of this config's shape can be co-resident; sets nothing on the kernel.
+function Config:max_active_clusters()
+  return M.with_attributes(self.kernel, self.c, self.attrs, function()
+    return query(C.cuasync_launch_max_active_clusters, self.kernel, self.lc)
+  end)
+end
+
+function Config:max_cluster_size()
+  return M.with_attributes(self.kernel, self.c, self.attrs, function()
+    return query(C.cuasync_launch_max_cluster_size, self.kernel, self.lc)
+  end)
+end
+
+M.Config = Config
+return M
