@@ -7,6 +7,7 @@
 // vectors, so the completion mechanism is what makes the result right.
 #include <cuasync/cp_async.cuh>
 #include <cuasync/mbarrier.cuh>
+#include <cuasync/pipeline.cuh>   // stage_state
 
 #ifndef STAGES
 #define STAGES 4
@@ -78,11 +79,11 @@ extern "C" __global__ void __launch_bounds__(THREADS) block_mbarrier(uint4 *out,
         cpa::mbarrier_arrive_noinc(&full[s]);           // arrives once this thread's copies land
     };
     for (u64 j = 0; j < mine && j < STAGES - 1; ++j) issue(j);
-    for (u64 j = 0; j < mine; ++j) {
+    auto st = cuasync::stage_state<STAGES>::consumer_start();
+    for (u64 j = 0; j < mine; ++j, st.advance()) {
         if (j + STAGES - 1 < mine) issue(j + STAGES - 1);
-        const int s = (int)(j % STAGES);
-        while (!mb::test_wait_parity(&full[s], (unsigned)((j / STAGES) & 1))) {}
-        consume_tile(out, ring + s * TILE_VECS, tile_of(j), nvec);
-        __syncthreads();                                // stage s is refilled next step
+        mb::wait_parity(&full[st.index], st.phase);
+        consume_tile(out, ring + st.index * TILE_VECS, tile_of(j), nvec);
+        __syncthreads();                                // stage st.index is refilled next step
     }
 }

@@ -5,6 +5,7 @@
 // the tile back with a bulk copy. STAGES tiles in flight. out[i] = in[i] + 1 on u32; n a
 // multiple of 4 (16 bytes).
 #include <cuasync/mbarrier.cuh>
+#include <cuasync/pipeline.cuh>   // stage_state
 #include <cuasync/bulk.cuh>
 
 #ifndef STAGES
@@ -54,13 +55,14 @@ extern "C" __global__ void __launch_bounds__(THREADS) bulk_add_one(unsigned *out
     };
     if (leader)
         for (u64 j = 0; j < mine && j < (u64)(STAGES - 1); ++j) issue(j);
-    for (u64 j = 0; j < mine; ++j) {
-        const int s = (int)(j % STAGES);
+    auto st = cuasync::stage_state<STAGES>::consumer_start();
+    for (u64 j = 0; j < mine; ++j, st.advance()) {
+        const int s = st.index;
         if (leader && j + STAGES - 1 < mine) {
             bulk::wait_group_read<0>();                       // the store of tile j-1 has read its stage
             issue(j + STAGES - 1);                            // ... which this load refills
         }
-        mb::wait_parity(&full[s], (unsigned)((j / STAGES) & 1));
+        mb::wait_parity(&full[s], st.phase);
         unsigned *w = reinterpret_cast<unsigned *>(ring + s * TILE_BYTES);
         const unsigned nw = words(j);
         for (unsigned k = threadIdx.x; k < nw; k += THREADS) w[k] += 1;

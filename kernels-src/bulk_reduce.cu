@@ -3,6 +3,7 @@
 // (performed atomically per element by the memory system). out[i] += in[i]; u32 and f32 kernels.
 // n a multiple of 4 elements (16 bytes).
 #include <cuasync/mbarrier.cuh>
+#include <cuasync/pipeline.cuh>   // stage_state
 #include <cuasync/bulk.cuh>
 
 #ifndef TILE_BYTES
@@ -36,8 +37,9 @@ __device__ __forceinline__ void reduce_tiles(T *out, const T *in, u64 n)
         bulk::load(ring + (j % STAGES) * TILE_BYTES, in + first, bytes, &full[j % STAGES]);
     };
     for (u64 j = 0; j < mine && j < STAGES; ++j) issue(j);
-    for (u64 j = 0; j < mine; ++j) {
-        mb::wait_parity(&full[j % STAGES], (unsigned)((j / STAGES) & 1));
+    auto st = cuasync::stage_state<STAGES>::consumer_start();
+    for (u64 j = 0; j < mine; ++j, st.advance()) {
+        mb::wait_parity(&full[st.index], st.phase);
         u64 first;
         const unsigned bytes = span(j, &first);
         bulk::reduce_add(out + first, reinterpret_cast<const T *>(ring + (j % STAGES) * TILE_BYTES), bytes);

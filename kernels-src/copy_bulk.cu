@@ -4,6 +4,7 @@
 // the store that read it has finished reading (wait_group.read). Blocks take chunks round-robin.
 // Any size that is a multiple of 16 bytes; the last chunk may be short.
 #include <cuasync/mbarrier.cuh>
+#include <cuasync/pipeline.cuh>   // stage_state
 #include <cuasync/bulk.cuh>
 
 #ifndef STAGES
@@ -50,9 +51,10 @@ extern "C" __global__ void __launch_bounds__(32) copy_bulk(char *dst, const char
     };
 
     for (unsigned long long i = 0; i < n && i < STAGES; ++i) issue_load(i);
-    for (unsigned long long i = 0; i < n; ++i) {
-        const int s = (int)(i % STAGES);
-        mb::wait_parity(&full[s], (unsigned)((i / STAGES) & 1));
+    auto st = cuasync::stage_state<STAGES>::consumer_start();
+    for (unsigned long long i = 0; i < n; ++i, st.advance()) {
+        const int s = st.index;
+        mb::wait_parity(&full[s], st.phase);
         const unsigned long long off = chunk_of(i) * CHUNK;
         const unsigned len = (unsigned)(bytes - off < CHUNK ? bytes - off : CHUNK);
         bulk::store(dst + off, ring + (size_t)s * CHUNK, len);

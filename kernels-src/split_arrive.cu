@@ -39,7 +39,7 @@ __device__ __forceinline__ void run(unsigned *out, const unsigned *in, u64 n)
         mb::arrive(&bar);                                  // release: staged[] is visible after the phase
         unsigned y = 0;
         if (SPLIT) y = work(x);                            // independent of every other thread
-        while (!mb::test_wait_parity(&bar, phase)) {}
+        mb::wait_parity(&bar, phase);
         if (!SPLIT) y = work(x);
         const unsigned nb = staged[phase][threadIdx.x ^ 1];
         if (i < n && (i ^ 1) < n) out[i] = y + nb;

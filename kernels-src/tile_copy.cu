@@ -5,6 +5,7 @@
 // (wait_group.read). Both maps share the box and the swizzle, so the store undoes what the load
 // did. Blocks take tiles round-robin; tile t is box (t % tiles_x, t / tiles_x).
 #include <cuasync/mbarrier.cuh>
+#include <cuasync/pipeline.cuh>   // stage_state
 #include <cuasync/bulk.cuh>
 #include <cuasync/tma.cuh>
 
@@ -44,9 +45,10 @@ extern "C" __global__ void __launch_bounds__(32) tile_copy(const __grid_constant
     };
 
     for (unsigned i = 0; i < n && i < STAGES; ++i) issue_load(i);
-    for (unsigned i = 0; i < n; ++i) {
-        const int s = (int)(i % STAGES);
-        mb::wait_parity(&full[s], (i / STAGES) & 1);
+    auto st = cuasync::stage_state<STAGES>::consumer_start();
+    for (unsigned i = 0; i < n; ++i, st.advance()) {
+        const int s = st.index;
+        mb::wait_parity(&full[s], st.phase);
         tma::store(&out, ring + (size_t)s * STAGE_BYTES, x_of(i), y_of(i));
         bulk::commit_group();
         // refill the stage of the previous store once it has read its stage

@@ -6,6 +6,7 @@
 // out[i] = in[i] + 1 on u32; n a multiple of 4.
 #include <cuasync/cp_async.cuh>
 #include <cuasync/mbarrier.cuh>
+#include <cuasync/pipeline.cuh>   // stage_state
 
 #ifndef CONSUMERS
 #define CONSUMERS 4
@@ -38,12 +39,12 @@ extern "C" __global__ void __launch_bounds__(THREADS) warp_specialized(uint4 *ou
         const u64 base = (blockIdx.x + j * gridDim.x) * (u64)TILE_VECS;
         uint4 *stage = ring + st.index * TILE_VECS;
         if (warp == 0) {
-            while (!mb::test_wait_parity(&ready[st.index], st.phase)) {}
+            mb::wait_parity(&ready[st.index], st.phase);
             for (int v = lane; v < TILE_VECS; v += 32)
                 if (base + v < nvec) cpa::copy_cg(&stage[v], &in[base + v]);
             cpa::mbarrier_arrive_noinc(&filled[st.index]);
         } else {
-            while (!mb::test_wait_parity(&filled[st.index], st.phase)) {}
+            mb::wait_parity(&filled[st.index], st.phase);
             for (int v = threadIdx.x - 32; v < TILE_VECS; v += CONSUMERS * 32) {
                 if (base + v >= nvec) continue;
                 const uint4 x = stage[v];

@@ -17,12 +17,12 @@ local EXPECT = {
   },
   ["block_async.cu"] = {
     "cp.async.cg.shared.global", "cp.async.commit_group", "cp.async.wait_group 3",
-    "cp.async.mbarrier.arrive.noinc.shared::cta.b64", "mbarrier.test_wait.parity.shared::cta.b64",
+    "cp.async.mbarrier.arrive.noinc.shared::cta.b64", "mbarrier.try_wait.parity.shared::cta.b64",
   },
-  ["split_arrive.cu"] = { "mbarrier.arrive.shared::cta.b64", "mbarrier.test_wait.parity.shared::cta.b64" },
+  ["split_arrive.cu"] = { "mbarrier.arrive.shared::cta.b64", "mbarrier.try_wait.parity.shared::cta.b64" },
   ["warp_specialized.cu"] = {
     "cp.async.cg.shared.global", "cp.async.mbarrier.arrive.noinc.shared::cta.b64",
-    "mbarrier.arrive.shared::cta.b64", "mbarrier.test_wait.parity.shared::cta.b64",
+    "mbarrier.arrive.shared::cta.b64", "mbarrier.try_wait.parity.shared::cta.b64",
   },
   ["pipelines.cu"] = {
     "cp.async.cg.shared.global", "cp.async.mbarrier.arrive.noinc.shared::cta.b64",

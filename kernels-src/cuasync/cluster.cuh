@@ -5,7 +5,8 @@
 // still touch its shared memory: end with sync() (or arrive + wait).
 #pragma once
 
-#include <cuasync/mbarrier.cuh>   // CUASYNC_NEEDS_SM90, smem_addr, arrive_cluster
+#include <cuasync/arch.cuh>       // CUASYNC_NEEDS_SM90, smem_addr
+#include <cuasync/mbarrier.cuh>   // arrive_remote wraps mbarrier::arrive_cluster
 
 namespace cuasync {
 namespace cluster {

@@ -1,6 +1,8 @@
 // cuasync/cuasync.cuh — every device header of cuasync.
 #pragma once
 
+#include <cuasync/arch.cuh>
+#include <cuasync/watchdog.cuh>
 #include <cuasync/mbarrier.cuh>
 #include <cuasync/cp_async.cuh>
 #include <cuasync/bulk.cuh>

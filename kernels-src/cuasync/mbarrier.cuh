@@ -9,21 +9,15 @@
 #error "cuasync/mbarrier.cuh: mbarrier needs sm_80 or newer (PTX ISA 7.0)"
 #endif
 
-// Where an sm_90 wrapper is used on an older target, its stand-in fails to compile with this
-// message (a template, so only a use fires it, not the include).
-#define CUASYNC_NEEDS_SM90(fn, ...) \
-    template <typename cuasync_T = void> __device__ void fn(__VA_ARGS__) \
-    { static_assert(sizeof(cuasync_T *) == 0, "cuasync: " #fn " needs sm_90 (PTX ISA 8.0)"); }
+#include <cuasync/arch.cuh>
+#include <cuasync/watchdog.cuh>
 
 namespace cuasync {
 
-typedef unsigned long long mbarrier_t;
-
-// The 32-bit shared-window address PTX's .shared operands take.
-__device__ __forceinline__ unsigned smem_addr(const void *p)
-{
-    return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
+// An mbarrier: opaque, 8 bytes, 8-byte aligned; touched only through the functions below.
+struct __align__(8) mbarrier_t {
+    unsigned long long opaque_;
+};
 
 namespace mbarrier {
 
@@ -184,40 +178,12 @@ __device__ __forceinline__ bool try_wait_parity(mbarrier_t *bar, unsigned parity
     return done != 0;
 }
 
-// Spin until done() holds. With CUASYNC_WAIT_LIMIT defined, a wait that spins that many times
-// traps (the launch then fails with an error instead of hanging the GPU).
-template <typename Done>
-__device__ __forceinline__ void spin_until(Done done)
-{
-#ifdef CUASYNC_WAIT_LIMIT
-    unsigned long long spins = 0;
-    while (!done())
-        if (++spins == (unsigned long long)(CUASYNC_WAIT_LIMIT)) __trap();
-#else
-    while (!done()) {}
-#endif
-}
-
-// Wait for the phase of the given parity.
-__device__ __forceinline__ void wait_parity(mbarrier_t *bar, unsigned parity)
-{
-    spin_until([&] { return try_wait_parity(bar, parity); });
-}
-
 // Wait for the phase of the given parity at most `tries` times (each try may suspend up to
 // suspend_ns): true once it completed, false if it did not — a probe that must report, not hang.
 __device__ __forceinline__ bool wait_parity_bounded(mbarrier_t *bar, unsigned parity, unsigned tries,
                                                     unsigned suspend_ns = 10000)
 {
-    for (unsigned i = 0; i < tries; ++i)
-        if (try_wait_parity(bar, parity, suspend_ns)) return true;
-    return false;
-}
-
-// Wait for the phase `state` (an arrive's token) belongs to.
-__device__ __forceinline__ void wait(mbarrier_t *bar, unsigned long long state)
-{
-    spin_until([&] { return try_wait(bar, state); });
+    return watchdog::spin_bounded([&] { return try_wait_parity(bar, parity, suspend_ns); }, tries);
 }
 #else
 CUASYNC_NEEDS_SM90(arrive, mbarrier_t *, unsigned)
@@ -226,12 +192,10 @@ CUASYNC_NEEDS_SM90(complete_tx, mbarrier_t *, unsigned)
 CUASYNC_NEEDS_SM90(try_wait, mbarrier_t *, unsigned long long)
 CUASYNC_NEEDS_SM90(try_wait, mbarrier_t *, unsigned long long, unsigned)
 CUASYNC_NEEDS_SM90(arrive_cluster, mbarrier_t *, unsigned)
-CUASYNC_NEEDS_SM90(wait, mbarrier_t *, unsigned long long)
 CUASYNC_NEEDS_SM90(fence_init)
 CUASYNC_NEEDS_SM90(arrive_expect_tx, mbarrier_t *, unsigned)
 CUASYNC_NEEDS_SM90(try_wait_parity, mbarrier_t *, unsigned)
 CUASYNC_NEEDS_SM90(try_wait_parity, mbarrier_t *, unsigned, unsigned)
-CUASYNC_NEEDS_SM90(wait_parity, mbarrier_t *, unsigned)
 CUASYNC_NEEDS_SM90(wait_parity_bounded, mbarrier_t *, unsigned, unsigned)
 #endif
 
@@ -242,22 +206,37 @@ __device__ __forceinline__ void inval(mbarrier_t *bar)
     asm volatile("mbarrier.inval.shared::cta.b64 [%0];" :: "r"(smem_addr(bar)) : "memory");
 }
 
-} // namespace mbarrier
+// The one wait, on every arch from sm_80, through watchdog::spin_until: mbarrier.try_wait from
+// sm_90 (the hardware may suspend the thread until the phase completes), test_wait and a short
+// nanosleep below it (so that a spinning warp leaves issue slots to the others).
+// Wait for the phase of the given parity.
+__device__ __forceinline__ void wait_parity(mbarrier_t *bar, unsigned parity)
+{
+#if __CUDA_ARCH__ >= 900
+    watchdog::spin_until([&] { return try_wait_parity(bar, parity); });
+#else
+    watchdog::spin_until([&] {
+        if (test_wait_parity(bar, parity)) return true;
+        __nanosleep(32);
+        return false;
+    });
+#endif
+}
 
-// Where a ring of Stages barriers stands: the stage index and the parity of the phase to wait
-// for there, flipped each time the index wraps. A consumer starts at phase 0; a producer waiting
-// for empty slots starts at phase 1, so its first pass finds every (fresh) slot already free.
-template <int Stages>
-struct stage_state {
-    static_assert(Stages >= 1, "cuasync: a ring needs at least one stage");
-    int index;
-    unsigned phase;
-    __device__ static stage_state consumer_start() { return stage_state{0, 0u}; }
-    __device__ static stage_state producer_start() { return stage_state{0, 1u}; }
-    __device__ void advance()
-    {
-        if (++index == Stages) { index = 0; phase ^= 1u; }
-    }
-};
+// Wait for the phase `state` (an arrive's token) belongs to.
+__device__ __forceinline__ void wait(mbarrier_t *bar, unsigned long long state)
+{
+#if __CUDA_ARCH__ >= 900
+    watchdog::spin_until([&] { return try_wait(bar, state); });
+#else
+    watchdog::spin_until([&] {
+        if (test_wait(bar, state)) return true;
+        __nanosleep(32);
+        return false;
+    });
+#endif
+}
+
+} // namespace mbarrier
 
 } // namespace cuasync

@@ -13,6 +13,34 @@
 
 namespace cuasync {
 
+// Where a ring of Stages barriers stands: the stage index and the parity of the phase to wait
+// for there, flipped each time the index wraps. A consumer starts at phase 0; a producer waiting
+// for empty slots starts at phase 1, so its first pass finds every (fresh) slot already free.
+template <int Stages>
+struct stage_state {
+    static_assert(Stages >= 1, "cuasync: a ring needs at least one stage");
+    int index;
+    unsigned phase;
+    __device__ static stage_state consumer_start() { return stage_state{0, 0u}; }
+    __device__ static stage_state producer_start() { return stage_state{0, 1u}; }
+    // The state `n` steps from the start (iteration n of a loop that began at `start`).
+    __device__ static stage_state at(unsigned long long n, unsigned start_phase = 0u)
+    {
+        return stage_state{(int)(n % Stages), start_phase ^ (unsigned)((n / Stages) & 1u)};
+    }
+    __device__ void advance()
+    {
+        if (++index == Stages) { index = 0; phase ^= 1u; }
+    }
+    // n steps at once: the index moves n mod Stages, the phase flips once per wrap.
+    __device__ void advance(unsigned n)
+    {
+        const unsigned next = (unsigned)index + n;
+        phase ^= (next / Stages) & 1u;
+        index = (int)(next % Stages);
+    }
+};
+
 template <int Stages>
 struct pipeline {
     static_assert(Stages >= 1 && Stages <= 64, "cuasync: a pipeline has 1..64 stages");
@@ -58,14 +86,7 @@ struct pipeline {
     __device__ void consumer_release(const state &st) { mbarrier::arrive(&empty[st.index]); }
 
 private:
-    __device__ static void wait(mbarrier_t *bar, unsigned parity)
-    {
-#if __CUDA_ARCH__ >= 900
-        mbarrier::wait_parity(bar, parity);
-#else
-        while (!mbarrier::test_wait_parity(bar, parity)) {}
-#endif
-    }
+    __device__ static void wait(mbarrier_t *bar, unsigned parity) { mbarrier::wait_parity(bar, parity); }
 };
 
 } // namespace cuasync
