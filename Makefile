@@ -8,6 +8,7 @@
 #   PREFIX, LUADIR, LIBDIR   where `make install` puts the Lua modules + kernels and the library
 #   CUDA_HOME             toolkit whose NVRTC and headers are used (default /usr/local/cuda)
 #   CUASYNC_REQUIRE_GPU=1 make `make test` fail instead of skipping GPU specs when no GPU is found
+#   make asan             native/ built with ASan + UBSan (build/asan/), the CPU specs run against it
 #
 # Nothing links against CUDA: the driver and NVRTC are dlopen'ed at run time.
 
@@ -27,7 +28,7 @@ SRC := $(wildcard native/*.c)
 OBJ := $(patsubst native/%.c,build/obj/%.o,$(SRC))
 LIB := build/libcuasync.so
 
-.PHONY: all test run install clean deps
+.PHONY: all test run install clean deps asan
 
 all: $(LIB)
 
@@ -52,10 +53,30 @@ test: deps all
 run: deps all
 	$(LUA) examples/tma_copy.lua --stages 2,4,8,10 --chunk 4096,16384
 
+# ASan + UBSan: LuaJIT itself is not instrumented, so the runtime is preloaded; leaks are not
+# checked (LuaJIT frees its arenas at exit in ways LSan reports). GPU specs are excluded (the
+# driver is not built with ASan and trips its interceptors).
+ASAN_LIB := build/asan/libcuasync.so
+ASAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined -g -O1
+$(ASAN_LIB): $(SRC) $(wildcard native/*.h)
+	mkdir -p build/asan
+	$(CC) $(WARN) $(ASAN_FLAGS) -fPIC -shared -o $@ $(SRC) -ldl
+
+asan: deps $(ASAN_LIB)
+	@set -o pipefail; rc=0; \
+	LD_PRELOAD="$$($(CC) -print-file-name=libasan.so) $$($(CC) -print-file-name=libubsan.so)" \
+	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	CUASYNC_LIB=$(CURDIR)/$(ASAN_LIB) $(BUSTED) -o TAP --exclude-tags=gpu spec | tee build/asan.tap || rc=$$?; \
+	awk -f .ci/tap-summary.awk build/asan.tap; exit $$rc
+
 install: all
-	mkdir -p $(DESTDIR)$(LUADIR)/cuasync/cdef $(DESTDIR)$(LUADIR)/cuasync/kernels-src/cuasync $(DESTDIR)$(LIBDIR)
+	mkdir -p $(DESTDIR)$(LUADIR)/cuasync/cdef $(DESTDIR)$(LUADIR)/cuasync/model $(DESTDIR)$(LUADIR)/cuasync/tools \
+	         $(DESTDIR)$(LUADIR)/cuasync/kernels $(DESTDIR)$(LUADIR)/cuasync/kernels-src/cuasync $(DESTDIR)$(LIBDIR)
 	cp lua/cuasync/*.lua $(DESTDIR)$(LUADIR)/cuasync/
 	cp lua/cuasync/cdef/*.lua $(DESTDIR)$(LUADIR)/cuasync/cdef/
+	cp lua/cuasync/model/*.lua $(DESTDIR)$(LUADIR)/cuasync/model/
+	cp lua/cuasync/tools/*.lua $(DESTDIR)$(LUADIR)/cuasync/tools/
+	cp lua/cuasync/kernels/*.lua $(DESTDIR)$(LUADIR)/cuasync/kernels/
 	cp kernels-src/*.cu $(DESTDIR)$(LUADIR)/cuasync/kernels-src/
 	cp kernels-src/cuasync/*.cuh $(DESTDIR)$(LUADIR)/cuasync/kernels-src/cuasync/
 	cp $(LIB) $(DESTDIR)$(LIBDIR)/

@@ -11,7 +11,7 @@ describe("cuasync.program", function()
       { {}, "cuasync.program: source or file is required" },
       { { source = "x", file = "y" }, "cuasync.program: give source or file, not both" },
       { { source = 42 }, "cuasync.program: source must be a string (got number)" },
-      { { file = "no/such/file.cu" }, "cuasync.program: file 'no/such/file.cu' not found (looked in the current directory and " .. cuasync.kernels_dir() .. ")" },
+      { { file = "no/such/file.cu" }, 'cuasync.program: file "no/such/file.cu" not found (looked in the current directory and ' .. cuasync.kernels_dir() .. ")" },
       { { source = "x", sources = "y" }, "cuasync.program: unknown field 'sources' (fields: arch, defines, expressions, file, headers, name, options, source)" },
       { { source = "x", defines = { ["1X"] = 1 } }, 'cuasync.program: defines key "1X" is not a C identifier' },
       { { source = "x", defines = { X = {} } }, "cuasync.program: defines.X must be a number, string or boolean (got table)" },

@@ -35,7 +35,7 @@ local function resolve_file(path)
   if toolkit.file_exists(path) then return path end
   local k = toolkit.kernels_dir() .. "/" .. path
   if toolkit.file_exists(k) then return k end
-  fail(("file '%s' not found (looked in the current directory and %s)"):format(path, toolkit.kernels_dir()))
+  fail(("file %s not found (looked in the current directory and %s)"):format(util.describe(path), toolkit.kernels_dir()))
 end
 
 local function check_arch(arch)

@@ -190,12 +190,15 @@ end
 -- The host data verify reads: a cdata pointer (trusted for n) or an array holding `need` elements.
 local function host(name, p, need, esize)
   if type(p) ~= "cdata" then fail(("verify: %s must be a host array or pointer (got %s)"):format(name, type(p))) end
-  local is_pointer = tostring(ffi.typeof(p)):match("%*>$") ~= nil
-  if not is_pointer then
-    local size = ffi.sizeof(p)
-    if not size or size < need * esize then
-      fail(("verify: %s holds %s bytes but n = %d needs %d"):format(name, tostring(size), need, need * esize))
-    end
+  local ty = tostring(ffi.typeof(p))
+  if ty:match("%*>$") then
+    if p == nil then fail(("verify: %s is a NULL pointer"):format(name)) end
+    return
+  end
+  if not ty:match("%]>$") then fail(("verify: %s must be a host array or pointer (got %s)"):format(name, ty)) end
+  local ok, size = pcall(ffi.sizeof, p)
+  if not ok or not size or size < need * esize then
+    fail(("verify: %s holds %s bytes but n = %d needs %d"):format(name, tostring(ok and size), need, need * esize))
   end
 end
 

@@ -14,7 +14,8 @@ M.round_up = round_up
 
 -- plan{ stages, stage_bytes, align = 16, barriers = 0 (mbarriers per stage, after the data) }
 function M.plan(o)
-  local where = o.where or "ring"
+  util.kind("ring", "plan's argument", o, "table")
+  local where = type(o.where) == "string" and o.where or "ring"
   local stages = util.int_in(where, "stages", o.stages, 1, 1024)
   local stage_bytes = util.int_in(where, "stage_bytes", o.stage_bytes, 1, 2 ^ 31)
   local align = util.int_in(where, "align", o.align or 16, 1, 4096)

@@ -9,8 +9,15 @@ local M = {}
 
 -- The median of a list of numbers (the list is left as it was).
 function M.median(t)
+  util.list("median", "t", t)
+  if #t == 0 then util.fail("median", "t is empty (the median of no numbers)") end
   local s = {}
-  for i = 1, #t do s[i] = t[i] end
+  for i = 1, #t do
+    if type(t[i]) ~= "number" or t[i] ~= t[i] then
+      util.fail("median", ("t[%d] must be a number (got %s)"):format(i, util.describe(t[i])))
+    end
+    s[i] = t[i]
+  end
   table.sort(s)
   local n = #s
   return n % 2 == 1 and s[(n + 1) / 2] or (s[n / 2] + s[n / 2 + 1]) / 2
@@ -21,9 +28,10 @@ function M.bench(fn, opts)
   opts = opts or {}
   util.kind("bench", "opts", opts, "table", 2)
   util.known_fields("bench", opts, { warmup = true, reps = true, stream = true }, 2)
-  local warmup = util.count("bench", "warmup", opts.warmup or 3, 2, true)
-  local reps = util.count("bench", "reps", opts.reps or 20, 2)
+  local warmup = util.count("bench", "warmup", opts.warmup or 3, nil, true)
+  local reps = util.count("bench", "reps", opts.reps or 20)
   local stream = opts.stream
+  streams.handle(stream)   -- a closed or foreign stream is refused before any work
   device.current()
   for _ = 1, warmup do fn() end
   local events = {}
@@ -50,8 +58,12 @@ end
 function M.rounds(variants, opts)
   util.kind("bench_rounds", "variants", variants, "table", 2)
   opts = opts or {}
+  util.kind("bench_rounds", "opts", opts, "table")
   util.known_fields("bench_rounds", opts, { rounds = true, reps = true, warmup = true }, 2)
-  local rounds = util.count("bench_rounds", "rounds", opts.rounds or 5, 2)
+  local rounds = util.count("bench_rounds", "rounds", opts.rounds or 5)
+  if opts.reps ~= nil then util.count("bench_rounds", "reps", opts.reps) end
+  if opts.warmup ~= nil then util.count("bench_rounds", "warmup", opts.warmup, nil, true) end
+  util.list("bench_rounds", "variants", variants)
   for i, v in ipairs(variants) do
     if type(v) ~= "table" or type(v.run) ~= "function" then
       util.fail("bench_rounds", ("variants[%d].run must be a function"):format(i))

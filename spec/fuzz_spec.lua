@@ -1,0 +1,19 @@
+-- Bad input never crashes, hangs or raises a raw error: spec/support/fuzz.lua feeds every public
+-- function random and boundary values (>= 50,000 calls, fresh seed each run, printed) in a
+-- process of its own, under a time limit.
+local isolate = require("cuasync.tools.isolate")
+
+describe("fuzz", function()
+  it("50,000 random calls: no crash, no hang, no raw error, no over-long message", function()
+    local seed = os.getenv("CUASYNC_FUZZ_SEED") or tostring(os.time() % 1000000)
+    local calls = os.getenv("CUASYNC_FUZZ_CALLS") or "50000"
+    local ok, out = isolate.run(('arg = { %s, %s }\npackage.path = "spec/?.lua;" .. package.path\ndofile("spec/support/fuzz.lua")'):format(seed, calls),
+                                { timeout_s = 300, env = { CUASYNC_CACHE_DIR = os.tmpname() .. ".d" } })
+    io.stderr:write(out:match("fuzz seed[^\n]*") or "", "\n")
+    assert.is_true(ok, "the fuzz process died (a crash or the time limit), seed " .. seed .. ":\n" .. out)
+    local line = out:match("fuzz seed %d+: (%d+ calls[^\n]*)")
+    assert.truthy(line, out)
+    assert.truthy(line:find(" 0 raw errors, 0 over%-long messages, 0 hangs"), "seed " .. seed .. ":\n" .. out)
+    assert.is_true(tonumber(line:match("^(%d+) calls")) >= 50000)
+  end)
+end)
