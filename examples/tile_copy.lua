@@ -27,10 +27,11 @@ for bb in tostring(opts.box_bytes):gmatch("%d+") do
     if by > 256 or by < 1 or stages < 2 or W % bx ~= 0 or Hh % by ~= 0 then
       print(label .. ": skipped (box rows 1..256, 2+ stages, and the matrix a whole number of boxes)")
     else
-      local prog = cuasync.program{ file = "tile_copy.cu", defines = { STAGES = stages, STAGE_BYTES = math.ceil(bb / 1024) * 1024 } }
+      -- stages 1024-aligned (the 128B swizzle's repeat): the ring's arithmetic, written once
+      local ring = cuasync.model.ring.plan{ stages = stages, stage_bytes = bb, align = 1024 }
+      local prog = cuasync.program{ file = "tile_copy.cu", defines = { STAGES = stages, STAGE_BYTES = ring.pitch } }
       variants[#variants + 1] = { label = label, mode = mode, bx = bx, by = by, stages = stages, box_bytes = bb,
-        mod = prog:compile(),
-        smem = stages * math.ceil(bb / 1024) * 1024, times = {} }
+        mod = prog:compile(), smem = ring.smem, times = {} }
     end
   end
 end

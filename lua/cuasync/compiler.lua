@@ -42,13 +42,26 @@ function M.failing_lines(name, source, log)
   return table.concat(out, "\n")
 end
 
+-- The SHA-256 of a source text, remembered (bounded) so that a program built again from the
+-- same text — the common case in a sweep — is not hashed again.
+local digests, ndigests = {}, 0
+local function digest(text)
+  local d = digests[text]
+  if d then return d end
+  if ndigests >= 256 then digests, ndigests = {}, 0 end
+  d = cache.sha256(text)
+  digests[text], ndigests = d, ndigests + 1
+  return d
+end
+
 -- The cache key of program p for arch, and the header lists NVRTC gets. The device headers enter
 -- by their digest (hashed once per process), the program's own headers by content.
 function M.key(p, arch)
   local hdr = toolkit.device_headers()
   local opts = M.options(p, arch)
-  local parts = { "cuasync " .. native.version, toolkit.nvrtc_identity(), arch, p.name, p.source, "d:" .. hdr.digest }
-  for i, n in ipairs(p.headers.names) do parts[#parts + 1] = "h:" .. n; parts[#parts + 1] = p.headers.sources[i] end
+  local parts = { "cuasync " .. native.version, toolkit.nvrtc_identity(), arch, p.name, "s:" .. digest(p.source),
+                  "d:" .. hdr.digest }
+  for i, n in ipairs(p.headers.names) do parts[#parts + 1] = "h:" .. n; parts[#parts + 1] = digest(p.headers.sources[i]) end
   for _, o in ipairs(opts) do parts[#parts + 1] = "o:" .. o end
   for _, e in ipairs(p.expressions) do parts[#parts + 1] = "e:" .. e end
   return cache.key(parts), opts
