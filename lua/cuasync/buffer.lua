@@ -144,9 +144,10 @@ end
 
 buffer_t = handle.define("cuasync_buffer", {
   methods = Buffer,
-  live = function(b) return b.ptr ~= 0 and b.view == 0 end,
-  kill = function(b) local p = b.ptr; b.ptr = 0; return p end,
-  release = function(p) return C.cuasync_mem_free(p, errbuf, ERRLEN) end,
+  live = function(b) return b.ptr ~= 0 end,
+  -- a view's memory belongs to its module: closing it only forgets the address
+  kill = function(b) local p = b.ptr; b.ptr = 0; return b.view == 0 and p or nil end,
+  release = function(p) if p == nil then return 0 end return C.cuasync_mem_free(p, errbuf, ERRLEN) end,
   tostring = function(b)
     return ("cuasync.buffer(%d bytes at 0x%x%s%s)"):format(tonumber(b.nbytes), tonumber(b.ptr),
       b.view ~= 0 and ", a view" or "", b.ptr == 0 and ", closed" or "")

@@ -72,12 +72,12 @@ function M.new(spec)
   if type(spec) ~= "table" then fail(("expects a table {source = ... or file = ...} (got %s)"):format(type(spec))) end
   util.known_fields("program", spec, FIELDS)
   local p = setmetatable({}, Program)
-  if spec.source ~= nil and spec.file ~= nil then fail("give source or file, not both") end
-  if spec.name ~= nil then text("name", spec.name) end
-  if spec.source ~= nil then
+  if type(spec.source) ~= "nil" and type(spec.file) ~= "nil" then fail("give source or file, not both") end
+  if type(spec.name) ~= "nil" then text("name", spec.name) end
+  if type(spec.source) ~= "nil" then
     p.source = text("source", spec.source)
     p.name = spec.name or "program.cu"
-  elseif spec.file ~= nil then
+  elseif type(spec.file) ~= "nil" then
     text("file", spec.file)
     p.path = resolve_file(spec.file)
     p.source = toolkit.read_file(p.path) or fail(("cannot read '%s'"):format(p.path))

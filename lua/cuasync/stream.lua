@@ -35,10 +35,10 @@ local stream_t = handle.define("cuasync_stream", o)
 
 -- cuasync.stream{ non_blocking = true }
 function M.stream(opts)
-  if opts ~= nil then
+  if type(opts) ~= "nil" then   -- type(): a NULL cdata compares equal to nil
     util.kind("stream", "opts", opts, "table")
     util.known_fields("stream", opts, { non_blocking = true })
-    if opts.non_blocking ~= nil then util.kind("stream", "non_blocking", opts.non_blocking, "boolean") end
+    if type(opts.non_blocking) ~= "nil" then util.kind("stream", "non_blocking", opts.non_blocking, "boolean") end
   end
   device.current()
   local h = ffi.new("CUstream[1]")

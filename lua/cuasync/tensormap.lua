@@ -220,11 +220,11 @@ end
 
 -- tm:replace_address(buffer | ptr[, bytes]): the same map over other memory, checked like the
 -- original (alignment, and that the new memory holds the whole tensor).
-function TensorMap:replace_address(where, bytes)
+function TensorMap:replace_address(to, bytes)
   local who = "tensormap.replace_address"
-  local spec = { ptr = where, bytes = bytes }
-  if type(where) == "cdata" and ffi.istype(buffer.buffer_t, where) then spec = { buffer = where } end
-  if where == nil then spec = {} end
+  local spec = { ptr = to, bytes = bytes }
+  if type(to) == "cdata" and ffi.istype(buffer.buffer_t, to) then spec = { buffer = to } end
+  if type(to) == "nil" then spec = {} end
   local address, size, buf = where(spec, who)
   if tonumber(address % self.align) ~= 0 then
     util.fail(who, ("address 0x%x is not %d-byte aligned (this map needs %d)"):format(tonumber(address), self.align,

@@ -42,7 +42,7 @@ local function dims(name, v)
       fail(("%s has a nil before its last dimension (a hole is refused, never read as 1)"):format(name))
     end
     d = { v[1], v[2], v[3] }
-  elseif v == nil then
+  elseif type(v) == "nil" then
     fail(("%s is required"):format(name))
   else
     fail(("%s must be a number or {x[, y[, z]]} (got %s)"):format(name, type(v)))
@@ -99,17 +99,17 @@ function M.check(cfg, limits, attrs, kname)
   end
 
   local non_portable = cfg.non_portable
-  if non_portable ~= nil and type(non_portable) ~= "boolean" then
+  if type(non_portable) ~= "nil" and type(non_portable) ~= "boolean" then
     fail(("non_portable must be a boolean (got %s)"):format(type(non_portable)))
   end
   local policy = cfg.cluster_policy
-  if policy ~= nil and POLICIES[policy] == nil then
+  if type(policy) ~= "nil" and (type(policy) ~= "string" or POLICIES[policy] == nil) then
     fail(("cluster_policy must be \"default\", \"spread\" or \"load_balancing\" (got %s)"):format(
          util.describe(policy)))
   end
 
   local cluster
-  if cfg.cluster ~= nil then
+  if type(cfg.cluster) ~= "nil" then
     cluster = dims("cluster", cfg.cluster)
     if not limits.cluster then
       fail("cluster launch needs a device that supports thread-block clusters (compute capability "
@@ -140,11 +140,11 @@ function M.check(cfg, limits, attrs, kname)
              kname or "?", fmt(rc)))
       end
     end
-  elseif policy ~= nil then
+  elseif type(policy) ~= "nil" then
     fail("cluster_policy needs cluster dims")
   end
   local cooperative = cfg.cooperative
-  if cooperative ~= nil and type(cooperative) ~= "boolean" then
+  if type(cooperative) ~= "nil" and type(cooperative) ~= "boolean" then
     fail(("cooperative must be a boolean (got %s)"):format(type(cooperative)))
   end
 
