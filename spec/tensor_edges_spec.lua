@@ -146,7 +146,7 @@ print(ok and "RAN" or err)
     assert.has.error(function() tm:replace_address(b.ptr + 8) end,
       ("cuasync.tensormap.replace_address: address 0x%x is not 16-byte aligned (this map needs 16)"):format(tonumber(b.ptr) + 8))
     assert.has.error(function() tm:replace_address("a") end,
-      'cuasync.tensormap.replace_address: ptr must be a device address: a positive integer or cdata (got "a")')
+      'cuasync.tensormap.replace_address: ptr must be a device address: a positive integer up to 2^53, a uint64_t or a pointer cdata (got "a")')
     assert.has.error(function() tm:replace_address() end,
       "cuasync.tensormap.replace_address: buffer (or ptr) is required: the global memory the map describes")
     small:close()
