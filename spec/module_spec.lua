@@ -24,6 +24,8 @@ extern "C" __global__ void grid_sum(unsigned *acc, unsigned *out)
   if (threadIdx.x == 0) out[blockIdx.x] = atomicAdd(acc, 0);
 }
 extern "C" __global__ void bump(unsigned *p) { atomicAdd(p, 1u); }
+__device__ unsigned hits;
+extern "C" __global__ void no_args() { atomicAdd(&hits, 1u); }
 ]]
 
 describe("module", function()
@@ -85,6 +87,13 @@ describe("module", function()
       "cuasync.launch: unknown field 'blocks' (fields: block, cluster, cluster_policy, cooperative, grid, non_portable, smem, stream)")
     cuasync.synchronize()
     assert.equal(11 * 96 + 64, p:download("uint32_t", 1)[0])
+    -- a kernel without parameters, launched again through the cache
+    local z = mod:kernel("no_args", "")
+    mod:global("hits"):fill(0)
+    for _ = 1, 3 do z:launch({ grid = 2, block = 32 }) end
+    assert.equal(192, mod:global("hits"):download("uint32_t", 1)[0])
+    assert.has.error(function() k:launch(cfg) end,
+      "cuasync.launch: kernel 'bump' takes 1 argument (ptr) and none were given yet")
   end)
 
   gpu_it("cluster queries leave the kernel's attributes as they were #gpu", function()

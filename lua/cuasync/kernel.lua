@@ -160,7 +160,7 @@ function Kernel:launch(cfg, ...)
   if run then
     local s = cfg.stream
     if s ~= nil and s.open == 0 then util.fail("stream", "the stream is closed") end
-    if select("#", ...) == 0 then
+    if select("#", ...) == 0 and #self.params > 0 then
       util.fail("launch", ("kernel '%s' takes %d argument%s (%s) and none were given yet"):format(
         self.name, #self.params, #self.params == 1 and "" or "s", self.sig))
     end
