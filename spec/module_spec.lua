@@ -92,7 +92,7 @@ describe("module", function()
     mod:global("hits"):fill(0)
     for _ = 1, 3 do z:launch({ grid = 2, block = 32 }) end
     assert.equal(192, mod:global("hits"):download("uint32_t", 1)[0])
-    assert.has.error(function() k:launch(cfg) end,
+    assert.has.error(function() k:launch({ grid = 3, block = 32 }) end,
       "cuasync.launch: kernel 'bump' takes 1 argument (ptr) and none were given yet")
   end)
 
