@@ -90,14 +90,13 @@ int cuasync_compile(const char *source, const char *name,
         for (i = 0; i < nexpressions; i++) {
             const char *lowered = NULL;
             status = cuasync_nvrtc.nvrtcGetLoweredName(prog, expressions[i], &lowered);
-            if (status || !lowered) {
+            if (status || !lowered) {   /* NVRTC can answer success with no name (a source it stopped reading) */
                 cuasync_nvrtc.nvrtcDestroyProgram(&prog);
                 cuasync_compiled_free(c);
-                if (!lowered && !status)
-                    return cuasync_fail(err, errlen, CUASYNC_E_NVRTC,
-                                        "nvrtcGetLoweredName: no lowered name for expression '%.200s' while compiling %s",
-                                        expressions[i], name);
-                return nvrtc_fail(err, errlen, "nvrtcGetLoweredName", status, name);
+                if (status) return nvrtc_fail(err, errlen, "nvrtcGetLoweredName", status, name);
+                return cuasync_fail(err, errlen, CUASYNC_E_NVRTC,
+                                    "nvrtcGetLoweredName: no lowered name for expression '%.200s' while compiling %s",
+                                    expressions[i], name);
             }
             c->lowered[i] = malloc(strlen(lowered) + 1);
             if (!c->lowered[i]) goto oom_free;

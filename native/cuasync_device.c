@@ -33,12 +33,30 @@ int cuasync_device_open(int ordinal, cuasync_device_props *p, char *err, size_t 
 {
     static const struct { int attrib; size_t offset; const char *what; } attrs[] = {
 #define A(id, field) { id, offsetof(cuasync_device_props, field), #field }
-        A(CUASYNC_DEV_COMPUTE_CAPABILITY_MAJOR, cc_major), A(CUASYNC_DEV_COMPUTE_CAPABILITY_MINOR, cc_minor), A(CUASYNC_DEV_MULTIPROCESSOR_COUNT, sms), A(CUASYNC_DEV_WARP_SIZE, warp_size),
-        A(CUASYNC_DEV_MAX_THREADS_PER_BLOCK, max_threads_per_block), A(CUASYNC_DEV_MAX_BLOCK_DIM_X, max_block[0]), A(CUASYNC_DEV_MAX_BLOCK_DIM_Y, max_block[1]), A(CUASYNC_DEV_MAX_BLOCK_DIM_Z, max_block[2]),
-        A(CUASYNC_DEV_MAX_GRID_DIM_X, max_grid[0]), A(CUASYNC_DEV_MAX_GRID_DIM_Y, max_grid[1]), A(CUASYNC_DEV_MAX_GRID_DIM_Z, max_grid[2]), A(CUASYNC_DEV_MAX_SHARED_MEMORY_PER_BLOCK, smem_per_block),
-        A(CUASYNC_DEV_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, smem_optin), A(CUASYNC_DEV_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, smem_per_sm), A(CUASYNC_DEV_L2_CACHE_SIZE, l2_bytes), A(CUASYNC_DEV_CLUSTER_LAUNCH, cluster_launch),
-        A(CUASYNC_DEV_MAX_THREADS_PER_MULTIPROCESSOR, max_threads_per_sm), A(CUASYNC_DEV_MAX_REGISTERS_PER_BLOCK, regs_per_block), A(CUASYNC_DEV_CLOCK_RATE, clock_khz), A(CUASYNC_DEV_MEMORY_CLOCK_RATE, mem_clock_khz),
-        A(CUASYNC_DEV_GLOBAL_MEMORY_BUS_WIDTH, bus_width_bits), A(CUASYNC_DEV_MAX_REGISTERS_PER_MULTIPROCESSOR, regs_per_sm), A(CUASYNC_DEV_MAX_BLOCKS_PER_MULTIPROCESSOR, max_blocks_per_sm), A(CUASYNC_DEV_RESERVED_SHARED_MEMORY_PER_BLOCK, reserved_smem_per_block),
+        A(CUASYNC_DEV_COMPUTE_CAPABILITY_MAJOR, cc_major),
+        A(CUASYNC_DEV_COMPUTE_CAPABILITY_MINOR, cc_minor),
+        A(CUASYNC_DEV_MULTIPROCESSOR_COUNT, sms),
+        A(CUASYNC_DEV_WARP_SIZE, warp_size),
+        A(CUASYNC_DEV_MAX_THREADS_PER_BLOCK, max_threads_per_block),
+        A(CUASYNC_DEV_MAX_BLOCK_DIM_X, max_block[0]),
+        A(CUASYNC_DEV_MAX_BLOCK_DIM_Y, max_block[1]),
+        A(CUASYNC_DEV_MAX_BLOCK_DIM_Z, max_block[2]),
+        A(CUASYNC_DEV_MAX_GRID_DIM_X, max_grid[0]),
+        A(CUASYNC_DEV_MAX_GRID_DIM_Y, max_grid[1]),
+        A(CUASYNC_DEV_MAX_GRID_DIM_Z, max_grid[2]),
+        A(CUASYNC_DEV_MAX_SHARED_MEMORY_PER_BLOCK, smem_per_block),
+        A(CUASYNC_DEV_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, smem_optin),
+        A(CUASYNC_DEV_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, smem_per_sm),
+        A(CUASYNC_DEV_L2_CACHE_SIZE, l2_bytes),
+        A(CUASYNC_DEV_CLUSTER_LAUNCH, cluster_launch),
+        A(CUASYNC_DEV_MAX_THREADS_PER_MULTIPROCESSOR, max_threads_per_sm),
+        A(CUASYNC_DEV_MAX_REGISTERS_PER_BLOCK, regs_per_block),
+        A(CUASYNC_DEV_CLOCK_RATE, clock_khz),
+        A(CUASYNC_DEV_MEMORY_CLOCK_RATE, mem_clock_khz),
+        A(CUASYNC_DEV_GLOBAL_MEMORY_BUS_WIDTH, bus_width_bits),
+        A(CUASYNC_DEV_MAX_REGISTERS_PER_MULTIPROCESSOR, regs_per_sm),
+        A(CUASYNC_DEV_MAX_BLOCKS_PER_MULTIPROCESSOR, max_blocks_per_sm),
+        A(CUASYNC_DEV_RESERVED_SHARED_MEMORY_PER_BLOCK, reserved_smem_per_block),
 #undef A
     };
     int count, rc;

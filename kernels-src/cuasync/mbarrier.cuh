@@ -215,11 +215,7 @@ __device__ __forceinline__ void wait_parity(mbarrier_t *bar, unsigned parity)
 #if __CUDA_ARCH__ >= 900
     watchdog::spin_until([&] { return try_wait_parity(bar, parity); });
 #else
-    watchdog::spin_until([&] {
-        if (test_wait_parity(bar, parity)) return true;
-        __nanosleep(32);
-        return false;
-    });
+    watchdog::spin_until_sleeping([&] { return test_wait_parity(bar, parity); });
 #endif
 }
 
@@ -229,11 +225,7 @@ __device__ __forceinline__ void wait(mbarrier_t *bar, unsigned long long state)
 #if __CUDA_ARCH__ >= 900
     watchdog::spin_until([&] { return try_wait(bar, state); });
 #else
-    watchdog::spin_until([&] {
-        if (test_wait(bar, state)) return true;
-        __nanosleep(32);
-        return false;
-    });
+    watchdog::spin_until_sleeping([&] { return test_wait(bar, state); });
 #endif
 }
 

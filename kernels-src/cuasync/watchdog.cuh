@@ -21,6 +21,18 @@ __device__ __forceinline__ void spin_until(Done done)
 #endif
 }
 
+// spin_until for a test that does not suspend (mbarrier.test_wait below sm_90): a short sleep
+// after each failed test leaves issue slots to the other warps.
+template <typename Test>
+__device__ __forceinline__ void spin_until_sleeping(Test test, unsigned sleep_ns = 32)
+{
+    spin_until([&] {
+        if (test()) return true;
+        __nanosleep(sleep_ns);
+        return false;
+    });
+}
+
 // Try done() at most `tries` times: true once it held, false if it never did — a probe that must
 // report, not hang.
 template <typename Done>

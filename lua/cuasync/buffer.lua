@@ -154,6 +154,37 @@ buffer_t = handle.define("cuasync_buffer", {
   end,
 })
 
+-- A device address given as an integer, a 64-bit integer cdata (CUdeviceptr) or a pointer cdata;
+-- nil otherwise (a string, a host array), and nil, "null" for address 0.
+local u64, i64 = ffi.typeof("uint64_t"), ffi.typeof("int64_t")
+function M.address(p)
+  local a
+  if util.is_integer(p) and p >= 0 then
+    a = ffi.cast(u64, p)
+  elseif type(p) == "cdata" and (ffi.istype(u64, p) or ffi.istype(i64, p)) then
+    if p < 0 then return nil end
+    a = ffi.cast(u64, p)
+  elseif type(p) == "cdata" and tostring(ffi.typeof(p)):match("%*>$") then
+    a = ffi.cast(u64, p)
+  else
+    return nil
+  end
+  if a == 0 then return nil, "null" end
+  return a
+end
+
+-- Device memory an argument names: a buffer (its address and size) or an address (size nil).
+-- Raises "cuasync.<where>: <name> ..." for a closed buffer or anything that is not an address.
+function M.memory(where, name, v)
+  if ffi.istype(buffer_t, v) then
+    if v.ptr == 0 then util.fail(where, ("%s is a closed buffer"):format(name)) end
+    return v.ptr, tonumber(v.nbytes)
+  end
+  local a = M.address(v)
+  if not a then util.fail(where, ("%s must be a device buffer or address (got %s)"):format(name, util.describe(v))) end
+  return a, nil
+end
+
 -- A view of device memory owned by something else (a module's global): the same methods, and
 -- close only forgets the address. `owner` is kept alive by the caller.
 function M.view(ptr, bytes, dev)

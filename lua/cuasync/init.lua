@@ -30,8 +30,8 @@ local M = {
 
   program = program.new,
   kernels_dir = program.kernels_dir,
-  signature = function(sig) return signature.parse(sig) end,
-  check_launch = function(cfg, limits, attrs, name) return rules.check(cfg, limits, attrs, name) end,
+  signature = signature.parse,
+  check_launch = rules.check,
   limits = { sm_90 = rules.sm_90 },
 
   stream = streams.stream,

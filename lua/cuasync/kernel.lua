@@ -78,10 +78,6 @@ function Kernel:set_attribute(attrib, value, what)
   native.check(C.cuasync_func_set_attribute(self.fn, attrib, value, what, errbuf, ERRLEN))
 end
 
-function Kernel:config(cfg, opts)
-  return launch.new(self, cfg, opts)
-end
-
 -- A function of exactly n arguments, generated so that LuaJIT compiles it straight: each
 -- argument goes through its setter into its slot, then launch().
 local function runner(n, setters, launch, not_packed, wrong_count, state)
@@ -158,19 +154,17 @@ function Kernel:launch(cfg, ...)
   local key = launch_key(cfg)
   local run = key and self.runs[key]
   if run then
+    -- the cached config holds the stream's handle: a stream closed since must not reach the driver
     local s = cfg.stream
     if s ~= nil and s.open == 0 then util.fail("stream", "the stream is closed") end
-    if select("#", ...) == 0 and #self.params > 0 then
-      util.fail("launch", ("kernel '%s' takes %d argument%s (%s) and none were given yet"):format(
-        self.name, #self.params, #self.params == 1 and "" or "s", self.sig))
+  else
+    run = self:prepare(cfg)
+    if key then
+      if self.nruns >= MAX_RUNS then self.runs, self.nruns = {}, 0 end
+      self.runs[key], self.nruns = run, self.nruns + 1
     end
-    return run(...)
   end
-  run = self:prepare(cfg)
-  if key then
-    if self.nruns >= MAX_RUNS then self.runs, self.nruns = {}, 0 end
-    self.runs[key], self.nruns = run, self.nruns + 1
-  end
+  -- a cached runner would relaunch with the last arguments: k:launch takes them every time
   if select("#", ...) == 0 and #self.params > 0 then
     util.fail("launch", ("kernel '%s' takes %d argument%s (%s) and none were given yet"):format(
       self.name, #self.params, #self.params == 1 and "" or "s", self.sig))

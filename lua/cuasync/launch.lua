@@ -43,10 +43,8 @@ end
 
 function M.key(cfg)
   if type(cfg) ~= "table" then return nil end
-  local n = 0
   for k in pairs(cfg) do
     if not KEYED[k] then return nil end
-    n = n + 1
   end
   local grid, block = dims_part(cfg.grid), dims_part(cfg.block)
   if not grid or not block then return nil end

@@ -20,8 +20,9 @@ function Stream:synchronize()
   native.check(C.cuasync_stream_synchronize(self.handle, "waiting for a stream", errbuf, ERRLEN))
 end
 
-local function closer(kind, destroy)
+local function closer(kind, destroy, methods)
   return {
+    methods = methods,
     live = function(h) return h.open ~= 0 end,
     kill = function(h) h.open = 0; return h.handle end,
     release = function(x) return destroy(x, errbuf, ERRLEN) end,
@@ -29,9 +30,7 @@ local function closer(kind, destroy)
   }
 end
 
-local o = closer("stream", C.cuasync_stream_destroy)
-o.methods = Stream
-local stream_t = handle.define("cuasync_stream", o)
+local stream_t = handle.define("cuasync_stream", closer("stream", C.cuasync_stream_destroy, Stream))
 
 -- cuasync.stream{ non_blocking = true }
 function M.stream(opts)
@@ -78,9 +77,7 @@ function Event:elapsed(later)
   return ms[0]
 end
 
-o = closer("event", C.cuasync_event_destroy)
-o.methods = Event
-local event_t = handle.define("cuasync_event", o)
+local event_t = handle.define("cuasync_event", closer("event", C.cuasync_event_destroy, Event))
 
 function M.event()
   device.current()

@@ -30,25 +30,6 @@ local IM2COL_FIELDS = { lower = true, upper = true, channels = true, pixels = tr
 -- im2col corner offsets: one 16-bit offset in 3D, two 8-bit in 4D, three 5-bit in 5D (cuda.h).
 local CORNER = { [3] = 32768, [4] = 128, [5] = 16 }
 
--- A device address given as an integer, a 64-bit integer cdata (CUdeviceptr) or a pointer cdata;
--- nil otherwise (a string, a host array), and nil, "null" for address 0.
-local u64, i64 = ffi.typeof("uint64_t"), ffi.typeof("int64_t")
-function M.address(p)
-  local a
-  if util.is_integer(p) and p >= 0 then
-    a = ffi.cast("uint64_t", p)
-  elseif type(p) == "cdata" and (ffi.istype(u64, p) or ffi.istype(i64, p)) then
-    if p < 0 then return nil end
-    a = ffi.cast("uint64_t", p)
-  elseif type(p) == "cdata" and tostring(ffi.typeof(p)):match("%*>$") then
-    a = ffi.cast("uint64_t", p)
-  else
-    return nil
-  end
-  if a == 0 then return nil, "null" end
-  return a
-end
-
 -- The global memory a map describes: address, size (nil: unknown), buffer. `who` names the
 -- call in messages (default "tensormap").
 local function where(spec, who)
@@ -64,7 +45,7 @@ local function where(spec, who)
     if spec.bytes ~= nil then no("bytes goes with ptr; a buffer knows its size") end
     return spec.buffer.ptr, tonumber(spec.buffer.nbytes), spec.buffer
   elseif type(spec.ptr) ~= "nil" then
-    local address, null = M.address(spec.ptr)
+    local address, null = buffer.address(spec.ptr)
     if null then no("ptr is 0 (a null device address)") end
     if not address then
       no(("ptr must be a device address: a positive integer up to 2^53, a uint64_t or a pointer cdata (got %s)"):format(

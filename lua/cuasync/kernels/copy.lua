@@ -12,26 +12,13 @@ local M = {}
 
 local function fail(msg) util.fail("copy", msg) end
 
--- A device address: a buffer's, an integer, or a uint64_t cdata.
-local function addr(name, p)
-  if ffi.istype(buffer.buffer_t, p) then
-    if p.ptr == 0 then fail(("%s is a closed buffer"):format(name)) end
-    return p.ptr
-  end
-  local a = require("cuasync.tensormap").address(p)
-  if not a then
-    fail(("%s must be a device buffer or address (got %s)"):format(name, util.describe(p)))
-  end
-  return a
-end
-
 -- cp.async.bulk: size a multiple of 16, global addresses 16-byte aligned.
 function M.check_bulk(bytes, dst, src)
   util.count("copy", "bytes", bytes)
   if bytes % 16 ~= 0 then
     fail(("bytes = %d is not a multiple of 16 (cp.async.bulk moves 16-byte units)"):format(bytes))
   end
-  for _, x in ipairs({ { "dst", addr("dst", dst) }, { "src", addr("src", src) } }) do
+  for _, x in ipairs({ { "dst", (buffer.memory("copy", "dst", dst)) }, { "src", (buffer.memory("copy", "src", src)) } }) do
     local a = tonumber(ffi.cast("uint64_t", x[2]) % 16)
     if a ~= 0 then
       fail(("%s address 0x%x is not 16-byte aligned (cp.async.bulk needs 16-byte aligned global addresses)"):format(

@@ -125,15 +125,7 @@ function Pattern:resident()
   return self:kernel():occupancy(self.spec.threads, self.smem)
 end
 
-local function address(name, b)
-  if ffi.istype(buffer.buffer_t, b) then
-    if b.ptr == 0 then fail(("%s is a closed buffer"):format(name)) end
-    return b.ptr, tonumber(b.nbytes)
-  end
-  local a = require("cuasync.tensormap").address(b)
-  if not a then fail(("%s must be a device buffer or address (got %s)"):format(name, util.describe(b))) end
-  return a, nil
-end
+local function address(name, b) return buffer.memory("patterns", name, b) end
 
 -- The rules, checked before launch: n, 16-byte vectors, alignment, buffer sizes.
 function Pattern:check(out, inp, n)
@@ -204,7 +196,7 @@ end
 
 function Pattern:verify(inp, out, n, before)
   util.count("patterns", "n", n, nil, true)
-  local esize = self.elem == "float" and 4 or 4
+  local esize = 4   -- u32 and f32 alike
   host("inp", inp, n, esize)
   host("out", out, self:out_elems(n), esize)
   if self.spec.op == "reduce" then host("before", before, n, esize) end
