@@ -31,8 +31,8 @@ template <int S>
 __device__ __forceinline__ void unified(uint4 *out, const uint4 *in, u64 n)
 {
     extern __shared__ __align__(16) uint4 ring[];   // S * UTILE_VECS
-    __shared__ cuasync::pipeline<S> pipe;
-    typedef typename cuasync::pipeline<S>::state state;
+    __shared__ cuasync::pipeline_ring<S> pipe;
+    typedef typename cuasync::pipeline_ring<S>::state state;
     const u64 nvec = n / 4, ntiles = (nvec + UTILE_VECS - 1) / UTILE_VECS;
     const u64 mine = blockIdx.x < ntiles ? (ntiles - blockIdx.x + gridDim.x - 1) / gridDim.x : 0;
     if (threadIdx.x == 0) pipe.init(UTHREADS, UTHREADS);
@@ -70,8 +70,8 @@ extern "C" __global__ void __launch_bounds__(UTHREADS) pipe_unified(uint4 *out, 
 extern "C" __global__ void __launch_bounds__(32 * (CONSUMERS + 1)) pipe_partitioned(uint4 *out, const uint4 *in, u64 n)
 {
     extern __shared__ __align__(128) uint4 ring[];  // STAGES * TILE_BYTES
-    __shared__ cuasync::pipeline<STAGES> pipe;
-    typedef cuasync::pipeline<STAGES>::state state;
+    __shared__ cuasync::pipeline_ring<STAGES> pipe;
+    typedef cuasync::pipeline_ring<STAGES>::state state;
     constexpr int TV = TILE_BYTES / 16;
     const u64 nvec = n / 4, ntiles = (nvec + TV - 1) / TV;
     const u64 mine = blockIdx.x < ntiles ? (ntiles - blockIdx.x + gridDim.x - 1) / gridDim.x : 0;

@@ -77,6 +77,42 @@ local EXPECT = {
     "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32",
     "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes", "cp.async.bulk.wait_group.read 0",
   },
+  ["mbarrier_model.cu"] = {
+    "mbarrier.init.shared::cta.b64", "mbarrier.arrive.shared::cta.b64", "mbarrier.arrive_drop.shared::cta.b64",
+    "mbarrier.expect_tx.relaxed.cta.shared::cta.b64", "mbarrier.complete_tx.relaxed.cta.shared::cta.b64",
+    "mbarrier.arrive.expect_tx.release.cta.shared::cta.b64", "mbarrier.test_wait.parity.shared::cta.b64",
+    "mbarrier.test_wait.shared::cta.b64", "mbarrier.pending_count.b64",
+  },
+  ["tx_rules.cu"] = {
+    "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster",
+    "cp.async.bulk.tensor.3d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes",
+    "mbarrier.try_wait.parity.shared::cta.b64", "mbarrier.complete_tx.relaxed.cta.shared::cta.b64",
+  },
+  ["pipeline_tma.cu"] = {
+    "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
+    "mbarrier.arrive.expect_tx.release.cta.shared::cta.b64", "mbarrier.try_wait.parity.shared::cta.b64",
+    "fence.mbarrier_init.release.cluster", "st.global.v4",
+  },
+  ["pipeline_multicast.cu"] = {
+    "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster",
+    "mbarrier.arrive.release.cluster.shared::cluster.b64", "barrier.cluster.arrive.release.aligned",
+  },
+}
+
+-- Kernels built from a cuasync.pipeline plan: the program comes from P:program (plan-only maps).
+local function plan_map(box)
+  return cuasync.tensormap{ ptr = 2 ^ 20, bytes = 2 ^ 30, encode = false, dtype = "f32", dims = { 4096, 4096 }, box = box }
+end
+local BUILD = {
+  ["pipeline_tma.cu"] = function(file)
+    return cuasync.pipeline{ name = "tma", stages = 4, loads = { { map = plan_map{ 64, 32 }, name = "in" } },
+      producer = { warps = 1 }, consumer = { warps = 4 } }:program{ file = file, arch = "sm_90a", defines = { BOX_X = 64, BOX_Y = 32 } }
+  end,
+  ["pipeline_multicast.cu"] = function(file)
+    return cuasync.pipeline{ name = "mc", stages = 4, loads = { { map = plan_map{ 64, 16 }, name = "a" } }, multicast = { a = "x" },
+      cluster = { 2, 1, 1 }, producer = { warps = 1 }, consumer = { warps = 2 } }:program{ file = file, arch = "sm_90a",
+      defines = { BOX_X = 64, BOX_Y = 32 } }
+  end,
 }
 
 local function kernels()
@@ -93,7 +129,7 @@ describe("kernels-src", function()
 
   for _, k in ipairs(kernels()) do
     it(k .. " compiles for sm_90a with the instructions it is about", function()
-      local prog = cuasync.program{ file = k, arch = "sm_90a" }
+      local prog = BUILD[k] and BUILD[k](k) or cuasync.program{ file = k, arch = "sm_90a" }
       local ptx = prog:ptx()
       assert.is_true(#prog:cubin() > 0)
       for _, ins in ipairs(EXPECT[k] or {}) do

@@ -86,6 +86,15 @@ __device__ __forceinline__ unsigned long long arrive(mbarrier_t *bar, unsigned c
     return state;
 }
 
+// mbarrier.arrive_drop.shared::cta.b64 state, [addr], count;           // PTX ISA 7.8, sm_90
+// count arrivals, and every later phase expects count fewer.
+__device__ __forceinline__ unsigned long long arrive_drop(mbarrier_t *bar, unsigned count)
+{
+    unsigned long long state;
+    asm volatile("mbarrier.arrive_drop.shared::cta.b64 %0, [%1], %2;" : "=l"(state) : "r"(smem_addr(bar)), "r"(count) : "memory");
+    return state;
+}
+
 // mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [addr], tx;           // PTX ISA 8.0, sm_90
 // Raise the current phase's expected transaction bytes without arriving.
 __device__ __forceinline__ void expect_tx(mbarrier_t *bar, unsigned tx_bytes)
@@ -187,6 +196,7 @@ __device__ __forceinline__ bool wait_parity_bounded(mbarrier_t *bar, unsigned pa
 }
 #else
 CUASYNC_NEEDS_SM90(arrive, mbarrier_t *, unsigned)
+CUASYNC_NEEDS_SM90(arrive_drop, mbarrier_t *, unsigned)
 CUASYNC_NEEDS_SM90(expect_tx, mbarrier_t *, unsigned)
 CUASYNC_NEEDS_SM90(complete_tx, mbarrier_t *, unsigned)
 CUASYNC_NEEDS_SM90(try_wait, mbarrier_t *, unsigned long long)

@@ -1,5 +1,9 @@
-// cuasync/pipeline.cuh — an N-stage producer/consumer pipeline over pairs of mbarriers in shared
-// memory: full[s] (the stage holds data) and empty[s] (the stage may be refilled).
+// cuasync/pipeline.cuh — producer/consumer pipelines over pairs of mbarriers in shared memory:
+// full[s] (the stage holds data) and empty[s] (the stage may be refilled).
+//   pipeline<Config>: built from a cuasync.pipeline plan's generated Config
+//     (<cuasync/pipelines/NAME.cuh>): stage buffers and barriers carved out of dynamic shared
+//     memory at the plan's offsets, full armed with Config::tx_bytes; no byte count in the kernel.
+//   pipeline_ring<N>: N barrier pairs as a __shared__ object, counts given at init.
 //   producer: acquire (wait empty) -> fill -> commit (arrive on full, or let the copy complete it)
 //   consumer: wait (wait full) -> use -> release (arrive on empty)
 // Each side walks the ring with a stage_state; the producer starts on the opposite phase, so its
@@ -10,6 +14,7 @@
 #include <cuasync/mbarrier.cuh>
 #include <cuasync/cp_async.cuh>
 #include <cuasync/bulk.cuh>
+#include <cuasync/cluster.cuh>
 
 namespace cuasync {
 
@@ -42,7 +47,7 @@ struct stage_state {
 };
 
 template <int Stages>
-struct pipeline {
+struct pipeline_ring {
     static_assert(Stages >= 1 && Stages <= 64, "cuasync: a pipeline has 1..64 stages");
     mbarrier_t full[Stages];
     mbarrier_t empty[Stages];
@@ -87,6 +92,155 @@ struct pipeline {
 
 private:
     __device__ static void wait(mbarrier_t *bar, unsigned parity) { mbarrier::wait_parity(bar, parity); }
+};
+
+// The pipeline of a cuasync.pipeline plan. Config is the generated struct
+// cuasync::pipelines::NAME. Every thread of the block constructs it and calls init(); then:
+//   producer thread (is_producer_thread()):  for each tile: producer_acquire(st);
+//       producer_expect(st); tma::load(buffer(st, Config::A), &mapA, full_barrier(st), ...); ...;
+//       st.advance();   then producer_tail(st) in a cluster kernel
+//   consumer threads (is_consumer()):        for each tile: consumer_wait(st); read buffer(st, l);
+//       consumer_release(st); st.advance();
+template <class Config>
+struct pipeline {
+    static_assert(Config::stages >= 1 && Config::stages <= 64, "cuasync: a pipeline has 1..64 stages");
+    static_assert((Config::align & (Config::align - 1)) == 0, "cuasync: stage alignment must be a power of two");
+    static_assert(Config::full_offset % 8 == 0 && Config::empty_offset % 8 == 0, "cuasync: mbarriers are 8-byte aligned");
+    typedef stage_state<Config::stages> state;
+
+    unsigned char *base;   // the dynamic shared memory, rounded up to Config::align
+
+    // Carve from dynamic shared memory (the plan's smem_bytes include the rounding slack).
+    __device__ pipeline()
+    {
+        extern __shared__ unsigned char cuasync_pipeline_smem_[];
+        const unsigned addr = smem_addr(cuasync_pipeline_smem_);
+        const unsigned aligned = (addr + Config::align - 1u) & ~(Config::align - 1u);
+        base = cuasync_pipeline_smem_ + (aligned - addr);
+    }
+
+    __device__ mbarrier_t *full(int s) const { return reinterpret_cast<mbarrier_t *>(base + Config::full_offset) + s; }
+    __device__ mbarrier_t *empty(int s) const { return reinterpret_cast<mbarrier_t *>(base + Config::empty_offset) + s; }
+    __device__ mbarrier_t *full_barrier(const state &st) const { return full(st.index); }
+
+    // The stage buffer of load `l` (a Config load index) at st; slice i of it for a load of
+    // several boxes or a multicast load (slices are Config::load_box_smem[l] bytes apart).
+    __device__ unsigned char *buffer(const state &st, int l) const
+    {
+        return base + (unsigned)st.index * Config::stage_pitch + Config::load_offset[l];
+    }
+    __device__ unsigned char *slice(const state &st, int l, unsigned i) const
+    {
+        return buffer(st, l) + i * Config::load_box_smem[l];
+    }
+
+    // Roles. Unified: every thread consumes and thread 0 also produces. Partitioned: the first
+    // producer_warps warps produce (thread 0 issues), the next consumer_threads threads consume.
+    __device__ static bool is_producer_thread() { return threadIdx.x == 0; }
+    __device__ static bool is_producer_warp() { return Config::unified ? threadIdx.x < 32 : threadIdx.x < 32 * Config::producer_warps; }
+    __device__ static unsigned consumer_index() { return Config::unified ? threadIdx.x : threadIdx.x - 32 * Config::producer_warps; }
+    __device__ static bool is_consumer()
+    {
+        return Config::unified ? true : (threadIdx.x >= 32 * Config::producer_warps && consumer_index() < Config::consumer_threads);
+    }
+
+    // Every thread of the block (and, in a cluster, of every block of the cluster): thread 0
+    // initializes the barriers, then the block (cluster) synchronizes so that every barrier is
+    // initialized before a copy or a peer signals it.
+    __device__ void init() const
+    {
+        if (threadIdx.x == 0) {
+            for (int s = 0; s < Config::stages; ++s) {
+                mbarrier::init(full(s), Config::full_count);
+                mbarrier::init(empty(s), Config::empty_count);
+            }
+#if __CUDA_ARCH__ >= 900
+            mbarrier::fence_init();
+#endif
+        }
+#if __CUDA_ARCH__ >= 900
+        if (Config::cluster_size > 1) { cluster::sync(); return; }
+#endif
+        __syncthreads();
+    }
+
+    __device__ static state producer_start() { return state::producer_start(); }
+    __device__ static state consumer_start() { return state::consumer_start(); }
+
+    // Producer thread: wait until the stage at st is free (its consumers, in every block whose
+    // stage this block's copies reach, released it).
+    __device__ void producer_acquire(const state &st) const { mbarrier::wait_parity(empty(st.index), st.phase); }
+
+#if __CUDA_ARCH__ >= 900
+    // Producer thread: arm full with the plan's tx bytes (one arrival); then issue the copies.
+    __device__ void producer_expect(const state &st) const { mbarrier::arrive_expect_tx(full(st.index), Config::tx_bytes); }
+
+    // Producer thread, in a cluster kernel, after its last tile: wait for the releases of the
+    // last `stages` tiles, so that no peer still signals this block's barriers after it exits.
+    __device__ void producer_tail(state st) const
+    {
+        for (int i = 0; i < Config::stages; ++i) { producer_acquire(st); st.advance(); }
+    }
+
+    // The blocks of this block's multicast line for load l (bit r: cluster rank r), and this
+    // block's position along it (which slice it issues).
+    __device__ static unsigned short multicast_mask(int l)
+    {
+        const unsigned d = Config::load_multicast[l];
+        if (d == 0) return (unsigned short)(1u << cluster::rank());
+        unsigned short m = 0;
+        for (unsigned r = 0; r < Config::cluster_size; ++r)
+            if (same_line(r, d)) m |= (unsigned short)(1u << r);
+        return m;
+    }
+    __device__ static unsigned slice_index(int l)
+    {
+        const unsigned d = Config::load_multicast[l];
+        const cluster::dim c = cluster::ctaid();
+        return d == 1 ? c.x : d == 2 ? c.y : d == 3 ? c.z : 0u;
+    }
+#endif
+
+    // Consumer threads: wait until the stage at st holds data.
+    __device__ void consumer_wait(const state &st) const { mbarrier::wait_parity(full(st.index), st.phase); }
+
+    // Consumer threads: done reading the stage at st. One elected lane per warp arrives (every
+    // thread, with consumer = { threads = n }), on this block's empty barrier and on that of every
+    // block whose copies land here.
+    __device__ void consumer_release(const state &st) const
+    {
+        if (Config::arrive_per_warp) {
+            __syncwarp();
+            if ((threadIdx.x & 31u) != 0) return;
+        }
+#if __CUDA_ARCH__ >= 900
+        if (Config::peer_count > 1) {
+            for (unsigned r = 0; r < Config::cluster_size; ++r)
+                if (is_peer(r)) mbarrier::arrive_cluster(empty(st.index), r);
+            return;
+        }
+#endif
+        mbarrier::arrive(empty(st.index));
+    }
+
+private:
+#if __CUDA_ARCH__ >= 900
+    // Does block r differ from this block only along dimension d (1 x, 2 y, 3 z)?
+    __device__ static bool same_line(unsigned r, unsigned d)
+    {
+        const cluster::dim me = cluster::ctaid();
+        const unsigned x = r % Config::cluster_x, y = (r / Config::cluster_x) % Config::cluster_y,
+                       z = r / (Config::cluster_x * Config::cluster_y);
+        return (d == 1 || x == me.x) && (d == 2 || y == me.y) && (d == 3 || z == me.z);
+    }
+    __device__ static bool is_peer(unsigned r)
+    {
+        if (r == cluster::rank()) return true;
+        for (int l = 0; l < Config::loads; ++l)
+            if (Config::load_multicast[l] != 0 && same_line(r, Config::load_multicast[l])) return true;
+        return false;
+    }
+#endif
 };
 
 } // namespace cuasync

@@ -7,6 +7,7 @@ local launch = require("cuasync.launch")
 local rules = require("cuasync.model.launch_rules")
 local signature = require("cuasync.signature")
 local util = require("cuasync.util")
+local pipelines = require("cuasync.pipeline")
 
 local C, errbuf, ERRLEN = native.C, native.errbuf, native.ERRLEN
 
@@ -115,10 +116,23 @@ function Kernel:prepare(cfg, ...)
   local n = #self.params
   local params = ffi.new("void *[?]", math.max(n, 1))
   local slots, setters = {}, {}
+  -- a kernel built from P:program: its config and tensor maps are checked against the plan
+  local plan = self.module.program and self.module.program.pipeline
+  if plan then pipelines.config_check(plan, self.name, c) end
+  local maps = 0
   for i, p in ipairs(self.params) do
     slots[i] = signature.slot(p)
     params[i - 1] = slots[i]
-    setters[i] = signature.setter(i, p, slots[i])
+    local set = signature.setter(i, p, slots[i])
+    if plan and p.kind == "tensormap" then
+      maps = maps + 1
+      local check = pipelines.map_check(plan, self.name, i, maps)
+      if check then
+        local raw = set
+        set = function(v) check(v); raw(v) end
+      end
+    end
+    setters[i] = set
   end
   local fn, name, launch_c = self.fn, self.name, C.cuasync_launch
   local keep = { self, lc, la, slots, params, conf }   -- everything the driver reads stays alive

@@ -129,6 +129,9 @@ function M.setter(i, p, slot)
   elseif k == "tensormap" then
     return function(v)
       local map = type(v) == "table" and v.map or v
+      if type(v) == "table" and v.encoded == false then
+        arg_fail(i, k, "was built with encode = false (a plan-only map): build it with a GPU present to launch with it")
+      end
       if not ffi.istype(tensormap_t, map) then
         arg_fail(i, k, ("must be a cuasync.tensormap or a CUtensorMap (got %s)"):format(type(v)))
       end

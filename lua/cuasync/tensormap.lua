@@ -9,6 +9,9 @@
 --                          -- row is narrower than the swizzle span: rows are padded to it)
 --   tm:describe()          -- every field, readable
 --   tm:replace_address(b)  -- the same map over another buffer (cuTensorMapReplaceAddress)
+-- encode = false checks every rule but does not encode the 128-byte map (no driver needed): enough
+-- for a cuasync.pipeline plan and for compiling its kernels on a machine without a GPU; a launch
+-- refuses such a map.
 local ffi = require("ffi")
 local native = require("cuasync.native")
 local util = require("cuasync.util")
@@ -25,7 +28,7 @@ TensorMap.__index = TensorMap
 
 local FIELDS = { buffer = true, ptr = true, bytes = true, dtype = true, dims = true, strides = true, box = true,
                  element_strides = true, swizzle = true, interleave = true, l2_promotion = true, oob_fill = true,
-                 load_only = true, im2col = true }
+                 load_only = true, im2col = true, encode = true }
 local IM2COL_FIELDS = { lower = true, upper = true, channels = true, pixels = true }
 -- im2col corner offsets: one 16-bit offset in 3D, two 8-bit in 4D, three 5-bit in 5D (cuda.h).
 local CORNER = { [3] = 32768, [4] = 128, [5] = 16 }
@@ -110,7 +113,7 @@ end
 
 local function object(spec, c, map, extra)
   local t = {
-    map = map[0], holder = map, buffer = c.buffer, address = c.address, size = c.size, span = c.span,
+    map = map and map[0], holder = map, encoded = map ~= nil, buffer = c.buffer, address = c.address, size = c.size, span = c.span,
     dtype = spec.dtype, elem_bytes = c.dt[2] / 8, rank = c.rank, dims = copy(c.dims), strides = copy(c.strides),
     element_strides = copy(c.estr), swizzle = c.m.swizzle, interleave = c.m.interleave,
     l2_promotion = c.m.l2_promotion, oob_fill = c.m.oob_fill, load_only = spec.load_only or false, align = c.align,
@@ -141,6 +144,9 @@ local function tiled(spec, c)
   local span = R.SPAN[c.m.swizzle]
   local smem_bytes = (c.m.il == 0 and span < math.huge and inner < span) and span * rows or box_bytes
   R.device_supports(dt, spec.dtype, device_cc())
+  if spec.encode == false then
+    return object(spec, c, nil, { mode = "tiled", box = copy(box), box_bytes = box_bytes, smem_bytes = smem_bytes })
+  end
   local map = ffi.new("CUtensorMap[1]")
   local cdims, cstrides, cestr = arrays(c)
   local cbox = ffi.new("unsigned[5]")
@@ -179,6 +185,9 @@ local function im2col(spec, c)
   if dt.packed then fail(("dtype %s: packed types are not supported in im2col maps by cuasync"):format(spec.dtype)) end
   local esize = dt[2] / 8
   R.inner(("im2col.channels * %d bytes"):format(esize), channels * esize, c.m)
+  local fields = { mode = "im2col", lower = copy(lower), upper = copy(upper), channels = channels, pixels = pixels,
+                   box_bytes = channels * pixels * esize, smem_bytes = channels * pixels * esize }
+  if spec.encode == false then return object(spec, c, nil, fields) end
   local map = ffi.new("CUtensorMap[1]")
   local cdims, cstrides, cestr = arrays(c)
   local clower, cupper = ffi.new("int[3]"), ffi.new("int[3]")
@@ -186,14 +195,15 @@ local function im2col(spec, c)
   local m = c.m
   native.check(C.cuasync_tensormap_encode_im2col(map, dt[1], c.rank, c.address, cdims, cstrides, clower, cupper,
                                                  channels, pixels, cestr, m.il, m.sw, m.l2, m.oob, errbuf, ERRLEN))
-  return object(spec, c, map, { mode = "im2col", lower = copy(lower), upper = copy(upper), channels = channels,
-                                pixels = pixels, box_bytes = channels * pixels * esize,
-                                smem_bytes = channels * pixels * esize })
+  return object(spec, c, map, fields)
 end
 
 function M.new(spec)
   util.kind("tensormap", "spec", spec, "table", 2)
   util.known_fields("tensormap", spec, FIELDS, 2)
+  if spec.encode ~= nil and type(spec.encode) ~= "boolean" then
+    fail(("encode must be a boolean (got %s)"):format(type(spec.encode)))
+  end
   if spec.im2col ~= nil then return im2col(spec, common(spec, 3, 5)) end
   if spec.box == nil then fail("box is required (elements per dimension one load brings), or im2col") end
   return tiled(spec, common(spec, 1, 5))
@@ -214,7 +224,7 @@ function TensorMap:replace_address(to, bytes)
   if size and size < self.span then
     util.fail(who, ("the tensor spans %d bytes but the new memory holds %d"):format(self.span, size))
   end
-  native.check(C.cuasync_tensormap_replace_address(self.holder, address, errbuf, ERRLEN))
+  if self.holder then native.check(C.cuasync_tensormap_replace_address(self.holder, address, errbuf, ERRLEN)) end
   self.address, self.size, self.buffer = address, size, buf
   return self
 end
@@ -229,11 +239,14 @@ function TensorMap:describe()
     shape = ("box %s (%d bytes%s)"):format(l(self.box), self.box_bytes,
       self.smem_bytes ~= self.box_bytes and (", %d in shared memory"):format(self.smem_bytes) or "")
   end
-  return ("tensormap %s rank %d at 0x%x: dims %s, strides %s bytes, %s, element strides %s, swizzle %s, interleave %s, l2 promotion %s, oob fill %s%s"):format(
-    self.dtype, self.rank, tonumber(self.address), l(self.dims), l(self.strides), shape, l(self.element_strides),
+  return ("tensormap%s %s rank %d at 0x%x: dims %s, strides %s bytes, %s, element strides %s, swizzle %s, interleave %s, l2 promotion %s, oob fill %s%s"):format(
+    self.encoded and "" or " (not encoded)", self.dtype, self.rank, tonumber(self.address), l(self.dims), l(self.strides), shape, l(self.element_strides),
     self.swizzle, self.interleave, self.l2_promotion, self.oob_fill, self.load_only and ", load only" or "")
 end
 
 TensorMap.__tostring = TensorMap.describe
+
+-- Is v a cuasync.tensormap?
+function M.is(v) return getmetatable(v) == TensorMap end
 
 return M

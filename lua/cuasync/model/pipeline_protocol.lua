@@ -1,0 +1,132 @@
+-- The canonical producer/consumer protocol of a pipeline plan, as model.run roles: what
+-- pipeline.cuh's pipeline<Config> does, with the plan's numbers (and a mutation's faults). Pure Lua.
+--   producer (one elected thread per block): for i: wait empty[s] (parity starts at 1), arrive.expect_tx
+--     on full[s] with tx_bytes, issue each load's copies (multicast: one slice to every block of the
+--     line); then, in a cluster, producer_tail: wait the last `stages` releases, so that no peer
+--     still signals its barriers when the block exits.
+--   consumer (one per arrival on empty): for i: wait full[s] (parity starts at 0), use, arrive on
+--     empty[s] of every block whose copies land here.
+--   unified: consumer 0 is also the producer: it fills the first `stages` stages, then refills stage
+--     i after it released iteration i - stages.
+local util = require("cuasync.util")
+local protocol = require("cuasync.model.protocol")
+local plans = require("cuasync.model.pipeline_plan")
+
+local M = {}
+
+M.MUTATIONS = { tx_delta = true, consumer_arrivals = true, parity_flip = true, producer_exits_at = true }
+
+function M.check_mutation(plan, m)
+  util.kind("pipeline.mutate", "argument", m, "table")
+  util.known_fields("pipeline.mutate", m, M.MUTATIONS)
+  local n = 0
+  for _ in pairs(m) do n = n + 1 end
+  if n == 0 then util.fail("pipeline.mutate", "name a mutation: tx_delta, consumer_arrivals, parity_flip or producer_exits_at") end
+  if m.tx_delta ~= nil then
+    util.int_in("pipeline.mutate", "tx_delta", m.tx_delta, -plan.tx_bytes, plans.MAX_TX - plan.tx_bytes)
+    if m.tx_delta == 0 then util.fail("pipeline.mutate", "tx_delta = 0 changes nothing") end
+  end
+  if m.consumer_arrivals ~= nil then
+    util.int_in("pipeline.mutate", "consumer_arrivals", m.consumer_arrivals, 1, 1024)
+    if m.consumer_arrivals == plan.roles.arrivals then
+      util.fail("pipeline.mutate", ("consumer_arrivals = %d is the plan's own count"):format(m.consumer_arrivals))
+    end
+  end
+  if m.parity_flip ~= nil and m.parity_flip ~= true then
+    util.fail("pipeline.mutate", ("parity_flip must be true (got %s)"):format(util.describe(m.parity_flip)))
+  end
+  if m.producer_exits_at ~= nil then util.int_in("pipeline.mutate", "producer_exits_at", m.producer_exits_at, 0, 2 ^ 31) end
+  return m
+end
+
+local function bar_key(plan, which, r)
+  return plan.cluster_size > 1 and ("b%d_%s"):format(r, which) or which
+end
+
+-- The model.run spec for `iterations` iterations of the plan (mutated by m, or nil).
+function M.spec(plan, iterations, m)
+  m = m or {}
+  local S, blocks = plan.stages, plan.cluster_size
+  local tx_arm = plan.tx_bytes + (m.tx_delta or 0)
+  local arrivals = m.consumer_arrivals or plan.roles.arrivals
+  local barriers, roles = {}, {}
+  for r = 0, blocks - 1 do
+    barriers[bar_key(plan, "full", r)] = { count = plan.full_count, n = S }
+    barriers[bar_key(plan, "empty", r)] = { count = plan.empty_count, n = S }
+  end
+  -- each load's copies from block r: to itself, or one slice to every block of its line
+  local function issue(t, r, s)
+    for _, l in ipairs(plan.loads) do
+      local slice = l.bytes * l.boxes
+      local targets = l.multicast and plans.line(plan.cluster, l.multicast, r) or { r }
+      for _, p in ipairs(targets) do t:bulk(slice, t.bar[bar_key(plan, "full", p)][s]) end
+    end
+    if #plan.loads == 0 then t:bulk(plan.tx_bytes, t.bar[bar_key(plan, "full", r)][s]) end
+  end
+  local function produce(t, r, i)
+    local s, pass = i % S, math.floor(i / S)
+    t:wait_parity(t.bar[bar_key(plan, "empty", r)][s], (1 + pass) % 2, pass - 1)
+    t:arrive_expect_tx(t.bar[bar_key(plan, "full", r)][s], tx_arm)
+    issue(t, r, s)
+  end
+  local function consume(t, r, i)
+    local s, pass = i % S, math.floor(i / S)
+    local parity = pass % 2
+    if m.parity_flip then parity = 1 - parity end
+    t:wait_parity(t.bar[bar_key(plan, "full", r)][s], parity, pass)
+    for _, p in ipairs(plans.peers(plan, r)) do t:arrive(t.bar[bar_key(plan, "empty", p)][s], 1, pass) end
+  end
+  local last = m.producer_exits_at and math.min(m.producer_exits_at, iterations) or iterations
+  local function tail(t, r)
+    if blocks == 1 or m.producer_exits_at then return end
+    for i = last, last + S - 1 do
+      local s, pass = i % S, math.floor(i / S)
+      t:wait_parity(t.bar[bar_key(plan, "empty", r)][s], (1 + pass) % 2, pass - 1)
+    end
+  end
+  for r = 0, blocks - 1 do
+    local key = blocks > 1 and ("b%d_"):format(r) or ""
+    if plan.roles.unified then
+      roles[key .. "thread0"] = function(t)
+        for i = 0, math.min(S, last) - 1 do produce(t, r, i) end
+        for i = 0, iterations - 1 do
+          consume(t, r, i)
+          if i + S < last then produce(t, r, i + S) end
+        end
+        tail(t, r)
+      end
+      if arrivals > 1 then
+        roles[key .. "consumer"] = { function(t) for i = 0, iterations - 1 do consume(t, r, i) end end, n = arrivals - 1 }
+      end
+    else
+      roles[key .. "producer"] = function(t)
+        for i = 0, last - 1 do produce(t, r, i) end
+        tail(t, r)
+      end
+      roles[key .. "consumer"] = { function(t) for i = 0, iterations - 1 do consume(t, r, i) end end, n = arrivals }
+    end
+  end
+  return { barriers = barriers, roles = roles }
+end
+
+-- Simulate; the result names the stage (and block) of the barrier at fault.
+function M.simulate(plan, o, m)
+  o = o or {}
+  util.kind("pipeline.simulate", "argument", o, "table")
+  util.known_fields("pipeline.simulate", o, { iterations = true, seed = true, runs = true, explore = true, bound = true,
+                                              async = true })
+  local iterations = util.int_in("pipeline.simulate", "iterations", o.iterations or 2 * plan.stages + 1, 1, 1e6)
+  local spec = M.spec(plan, iterations, m)
+  spec.seed, spec.runs, spec.explore, spec.bound = o.seed, o.runs or 20, o.explore, o.bound
+  spec.async = o.async
+  local r = protocol.run(spec)
+  r.iterations = iterations
+  if not r.ok and r.barrier then
+    local b, which, s = r.barrier:match("^b(%d+)_(%a+)%[(%d+)%]$")
+    if not b then which, s = r.barrier:match("^(%a+)%[(%d+)%]$") end
+    r.block, r.stage, r.which = b and tonumber(b) or 0, tonumber(s), which
+  end
+  return r
+end
+
+return M
