@@ -42,6 +42,16 @@ describe("pipeline plan", function()
     assert.equal(4, P.empty_count)
   end)
 
+  it("plans from tensor maps built without a driver (encode = false), checked like any map", function()
+    assert.is_false(A.encoded)
+    assert.is_nil(A.map)
+    assert.truthy(tostring(A):find("tensormap (not encoded) f16 rank 2", 1, true))
+    assert.error_matches(function() plan_map{ dtype = "f16", dims = { 64, 64 }, box = { 64, 64 }, encode = "no" } end,
+      "encode must be a boolean")
+    assert.error_matches(function() plan_map{ dtype = "f16", dims = { 64, 64 }, box = { 128, 8 }, swizzle = "128B" } end,
+      "box%[1%] %* 2 bytes")
+  end)
+
   it("aligns each stage buffer to its swizzle's repeat", function()
     local C = plan_map{ dtype = "f32", dims = { 256, 256 }, box = { 8, 8 }, swizzle = "32B" }   -- 256 B
     local P = cuasync.pipeline{ stages = 3, loads = { C, A }, producer = { warps = 1 }, consumer = { warps = 1 } }
@@ -340,6 +350,9 @@ describe("pipeline kernels", function()
     assert.truthy(err:find("pipeline_spec.lua:%d+:"), err)
     ok, err = pcall(function() k:launch(P:launch_config{ grid = 1 }, tm.map, dst, W, 1, 1) end)
     assert.truthy(err:find("is a raw CUtensorMap", 1, true), err)
+    local unencoded = cuasync.tensormap{ buffer = src, dtype = "f32", dims = { W, Hh }, box = { BX, BY }, encode = false }
+    ok, err = pcall(function() k:launch(P:launch_config{ grid = 1 }, unencoded, dst, W, 1, 1) end)
+    assert.truthy(err:find("argument 1 (tensormap) was built with encode = false", 1, true), err)
     ok, err = pcall(function() k:launch({ grid = 1, block = 128, smem = P.smem_bytes }, tm, dst, W, 1, 1) end)
     assert.truthy(err:find("launches 128 threads per block but pipeline 'tma' has roles for 160", 1, true), err)
     ok, err = pcall(function() k:launch({ grid = 1, block = 160, smem = 1024 }, tm, dst, W, 1, 1) end)

@@ -19,7 +19,7 @@ local function ic(t) return with(IM2COL.im2col, t) end
 
 -- { changes to the base map, the message after "cuasync.tensormap: " }
 local TILED_CASES = {
-  { { colour = 1 }, "unknown field 'colour' (fields: box, buffer, bytes, dims, dtype, element_strides, im2col, interleave, l2_promotion, load_only, oob_fill, ptr, strides, swizzle)" },
+  { { colour = 1 }, "unknown field 'colour' (fields: box, buffer, bytes, dims, dtype, element_strides, encode, im2col, interleave, l2_promotion, load_only, oob_fill, ptr, strides, swizzle)" },
   { { buffer = 5, ptr = false }, "buffer must be a cuasync buffer (got 5)" },
   { { buffer = "x" }, "give buffer or ptr, not both" },
   { { ptr = "0x400" }, 'ptr must be a device address: a positive integer up to 2^53, a uint64_t or a pointer cdata (got "0x400")' },

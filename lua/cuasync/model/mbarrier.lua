@@ -21,7 +21,7 @@ Barrier.__index = Barrier
 local Token = {}
 Token.__index = Token
 function Token:__tostring()
-  return ("mbarrier token (phase %d, %d pending after the arrive)"):format(self.phase, self.pending)
+  return ("mbarrier token (phase %d, %d pending when it arrived)"):format(self.phase, self.pending)
 end
 
 local WHERE = "model.mbarrier"
@@ -78,9 +78,10 @@ local function arrive_n(self, op, n)
     fail(self, op, ("%d arrival%s but only %d pending in phase %d (tx %d): more arrivals than pending is undefined behaviour in PTX"):format(
          n, n == 1 and "" or "s", self.pending, self.phase, self.tx))
   end
-  local phase = self.phase
+  -- the token records the pending count the arrive found, before its own arrivals (what
+  -- mbarrier.pending_count reads back from it on the H200)
+  local token = setmetatable({ barrier = self, phase = self.phase, pending = self.pending }, Token)
   self.pending = self.pending - n
-  local token = setmetatable({ barrier = self, phase = phase, pending = self.pending }, Token)
   return token
 end
 
@@ -158,7 +159,8 @@ function Barrier:test_wait_parity(parity)
 end
 
 -- mb:pending_count([token]): arrivals pending in the current phase; with a token, the count
--- mbarrier.pending_count reads from it (pending right after that arrive).
+-- mbarrier.pending_count reads from it: the pending count that arrive found, before its own
+-- arrivals (measured on the H200 by spec/mbarrier_model_spec.lua).
 function Barrier:pending_count(token)
   if token == nil then
     live(self, "pending_count")
