@@ -10,6 +10,14 @@
 
 namespace mb = cuasync::mbarrier;
 
+// One thread: a fresh barrier for one arrival, armed with `armed` bytes.
+__device__ void arm(cuasync::mbarrier_t *bar, unsigned armed)
+{
+    mb::init(bar, 1);
+    mb::fence_init();
+    mb::arrive_expect_tx(bar, armed);
+}
+
 // Settle the difference between what was armed and what the plan derived, then wait again.
 __device__ void settle(cuasync::mbarrier_t *bar, unsigned armed, unsigned derived, unsigned tries, unsigned *result)
 {
@@ -29,9 +37,7 @@ extern "C" __global__ void tx_tiled(const __grid_constant__ cuasync::tensormap m
     extern __shared__ __align__(1024) unsigned char buf[];
     __shared__ cuasync::mbarrier_t bar;
     if (threadIdx.x != 0) return;
-    mb::init(&bar, 1);
-    mb::fence_init();
-    mb::arrive_expect_tx(&bar, armed);
+    arm(&bar, armed);
     for (unsigned j = 0; j < boxes; ++j)
         cuasync::tma::load(buf + j * box_smem, &map, &bar, x0 + (int)j * box_x, y0);
     settle(&bar, armed, derived, tries, result);
@@ -44,9 +50,7 @@ extern "C" __global__ void tx_im2col(const __grid_constant__ cuasync::tensormap 
     extern __shared__ __align__(1024) unsigned char buf[];
     __shared__ cuasync::mbarrier_t bar;
     if (threadIdx.x != 0) return;
-    mb::init(&bar, 1);
-    mb::fence_init();
-    mb::arrive_expect_tx(&bar, armed);
+    arm(&bar, armed);
     cuasync::tma::load_im2col(buf, &map, &bar, 0, w0, n0, (unsigned short)0);
     settle(&bar, armed, derived, tries, result);
 }

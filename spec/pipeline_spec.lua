@@ -271,6 +271,22 @@ describe("protocol checker", function()
     assert.truthy(r.message:find("boom", 1, true))
   end)
 
+  it("hands each step's result back to its role (tokens wait on their phase)", function()
+    local r = cuasync.model.run{
+      barriers = { b = 2 },
+      roles = {
+        a = function(t) local tok = t:arrive(t.bar.b); t:wait(t.bar.b, tok) end,
+        c = function(t) t:arrive(t.bar.b) end,
+      },
+      explore = "exhaustive",
+    }
+    assert.is_true(r.ok, tostring(r))
+    assert.is_true(r.exhausted)
+    r = cuasync.model.run{ barriers = { b = 1, c = 1 }, roles = { a = function(t) t:wait(t.bar.b, t:arrive(t.bar.c)) end } }
+    assert.equal("error", r.kind)
+    assert.truthy(r.message:find("needs a token from that barrier's arrive", 1, true), r.message)
+  end)
+
   it("finds parity aliasing when a waiter is overtaken by two phases", function()
     local r = cuasync.model.run{
       barriers = { b = 1 },

@@ -50,7 +50,7 @@ local function describe_map(name, tm, boxes)
       end
     end
     if boxes > 1 then
-      d.split = ("a tile %d x wider than one box, loaded as %d TMA instructions"):format(boxes, boxes)
+      d.split = ("a tile %d boxes wide, loaded by %d TMA instructions"):format(boxes, boxes)
     end
   end
   return d

@@ -200,7 +200,8 @@ function M.explain(plan)
   end
   local terms = {}
   for _, l in ipairs(plan.loads) do
-    local line = ("  load %s: %s = %d B per box"):format(l.name, l.what, l.bytes)
+    local line = l.mode and ("  load %s: %s = %d B per box"):format(l.name, l.what, l.bytes)
+                 or ("  load %s: %s"):format(l.name, l.what)
     if l.boxes > 1 then
       line = line .. ("; %d boxes per stage (%s), every one counted: %d B"):format(l.boxes,
         l.split or "several TMA instructions", l.bytes * l.boxes)

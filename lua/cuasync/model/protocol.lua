@@ -233,7 +233,14 @@ local function perform(run, role, a)
 end
 
 local function resume(run, role, value)
-  local ok, action = coroutine.resume(role.co, role, value)
+  -- the first resume hands the role its handle; later ones hand back the step's result only
+  local ok, action
+  if role.started then
+    ok, action = coroutine.resume(role.co, value)
+  else
+    role.started = true
+    ok, action = coroutine.resume(role.co, role)
+  end
   if not ok then
     if getmetatable(action) == Fault then error(action, 0) end
     fault("error", role.name, nil, ("%s raised: %s"):format(role.name, tostring(action)))
@@ -247,7 +254,11 @@ local function resume(run, role, value)
   if type(action) ~= "table" or not action.op then
     fault("error", role.name, nil, ("%s yielded %s: roles act only through t's methods"):format(role.name, util.describe(action)))
   end
-  if action.op ~= "bulk" or action.b ~= nil then bar_check(role, action, action.op) end
+  bar_check(role, action, action.op)
+  if action.op == "wait" and (getmetatable(action.token) ~= mbarrier.Token or action.token.barrier ~= action.b) then
+    fault("error", role.name, action.b.name, ("%s: wait on %s needs a token from that barrier's arrive (got %s)"):format(
+          role.name, action.b.name, util.describe(action.token)))
+  end
   if (action.op == "arrive" or action.op == "arrive_drop" or action.op == "arrive_expect_tx")
      and (not util.is_integer(action.n) or action.n < 1) then
     fault("error", role.name, nil, ("%s: %s count must be a positive integer (got %s)"):format(role.name, action.op, util.describe(action.n)))
