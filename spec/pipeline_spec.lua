@@ -203,7 +203,7 @@ describe("protocol checker", function()
 
   it("explores every interleaving of a small plan", function()
     local P = cuasync.pipeline{ stages = 2, stage_bytes = 1024, producer = { warps = 1 }, consumer = { threads = 1 } }
-    local r = P:simulate{ iterations = 3, explore = "exhaustive", bound = 100000 }
+    local r = P:simulate{ iterations = 3, explore = "exhaustive", bound = 30000 }
     assert.is_true(r.ok, tostring(r))
     assert.is_true(r.exhausted)
     assert.truthy(r.runs > 10)
@@ -309,6 +309,10 @@ describe("protocol checker", function()
       'explore must be "random" or "exhaustive"')
     assert.error_matches(function() cuasync.model.run{ barriers = { b = 1 }, roles = { x = function() end }, runs = 0 } end,
       "runs must be an integer")
+    assert.error_matches(function() plan():simulate{ iterations = 1000, runs = 1000 } end,
+      "cuasync.pipeline.simulate: iterations x runs = 1000 x 1000 exceeds 100000 simulated iterations per call")
+    assert.error_matches(function() plan():simulate{ iterations = 0 } end, "iterations must be an integer in 1..100000")
+    assert.error_matches(function() plan():simulate{ seeds = 1 } end, "unknown field 'seeds'")
     local r = cuasync.model.run{ barriers = { b = 1 }, roles = { x = function(t) t:arrive("b") end } }
     assert.equal("error", r.kind)
     assert.truthy(r.message:find("not a barrier of this run", 1, true))

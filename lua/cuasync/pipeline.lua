@@ -69,7 +69,7 @@ local function loads_of(spec)
         if type(l) ~= "table" then
           fail(("loads[%d] must be a cuasync.tensormap or { map = tm, name = ..., boxes = n } (got %s)"):format(i, util.describe(l)))
         end
-        util.known_fields("pipeline loads[" .. i .. "]", l, LOAD_FIELDS)
+        util.known_fields("pipeline", l, LOAD_FIELDS, ("loads[%d]"):format(i))
         tm = l.map
         if not tensormap.is(tm) then
           fail(("loads[%d].map must be a cuasync.tensormap (got %s)"):format(i, util.describe(tm)))

@@ -118,8 +118,9 @@ function M.list(where, name, t)
   return t
 end
 
--- Reject fields a table does not know, so a typo never silently does nothing.
-function M.known_fields(where, t, allowed)
+-- Reject fields a table does not know, so a typo never silently does nothing. `what` (a string)
+-- names a nested table in the message ("unknown field 'x' in producer").
+function M.known_fields(where, t, allowed, what)
   for k in pairs(t) do
     if not allowed[k] then
       local names = {}
@@ -127,7 +128,8 @@ function M.known_fields(where, t, allowed)
       table.sort(names)
       local key = type(k) == "string" and ("'%s'"):format((#k > 40 and k:sub(1, 40) .. "..." or k):gsub("%c", "?"))
                   or describe(k)
-      M.fail(where, ("unknown field %s (fields: %s)"):format(key, table.concat(names, ", ")))
+      M.fail(where, ("unknown field %s%s (fields: %s)"):format(key, type(what) == "string" and (" in " .. what) or "",
+             table.concat(names, ", ")))
     end
   end
 end

@@ -60,6 +60,13 @@ local layout = cuasync.swizzle.layout("128B", { 32, 8 }, 4)
 local stage_sync = cuasync.patterns.kernel("stage_sync")
 local compiles = 0
 
+local plan_map = cuasync.tensormap{ ptr = 2 ^ 20, bytes = 2 ^ 26, encode = false, dtype = "f32", dims = { 1024, 1024 },
+                                    box = { 32, 32 } }
+local plan = cuasync.pipeline{ stages = 2, loads = { plan_map }, producer = { warps = 1 }, consumer = { warps = 1 } }
+local mb = cuasync.model.mbarrier(1000)
+local MB_METHODS = { "arrive", "arrive_drop", "expect_tx", "complete_tx", "arrive_expect_tx", "test_wait",
+                     "test_wait_parity", "pending_count" }
+
 local TARGETS = {
   { "available", function() return cuasync.available() end },
   { "device", function() return cuasync.device(value()) end },
@@ -101,6 +108,27 @@ local TARGETS = {
   { "driver_symbol", function() return cuasync.driver_symbol(value(), value()) end },
   { "model.ring.plan", function() return cuasync.model.ring.plan(R(4) == 1 and value() or
       record({ "stages", "stage_bytes", "align", "barriers" })) end },
+  { "model.mbarrier", function() return cuasync.model.mbarrier(value(), R(2) == 1 and value() or nil) end },
+  { "mbarrier:method", function()
+      if mb.invalid or R(50) == 1 then mb = cuasync.model.mbarrier(1000) end
+      return mb[MB_METHODS[R(#MB_METHODS)]](mb, value(), value())
+    end },
+  { "pipeline", function()
+      local spec = R(4) == 1 and value() or record({ "name", "stages", "loads", "stage_bytes", "producer", "consumer",
+                                                     "cluster", "multicast" })
+      if type(spec) == "table" and R(2) == 1 then spec.loads = { plan_map } end
+      return cuasync.pipeline(spec)
+    end },
+  { "pipeline:simulate", function() return plan:simulate(R(3) == 1 and value() or record({ "iterations", "seed", "runs",
+      "explore", "bound", "async" })) end },
+  { "pipeline:mutate", function() return plan:mutate(R(3) == 1 and value() or record({ "tx_delta", "consumer_arrivals",
+      "parity_flip", "producer_exits_at" })) end },
+  { "pipeline:methods", function()
+      local m = ({ "layout", "explain", "header", "defines", "check", "launch_config", "program" })[R(7)]
+      return plan[m](plan, value())
+    end },
+  { "model.run", function() return cuasync.model.run(R(4) == 1 and value() or record({ "barriers", "roles", "explore",
+      "seed", "runs", "bound", "async", "max_steps" })) end },
 }
 
 local LIMIT_S, MAX_MSG = 5, 8192

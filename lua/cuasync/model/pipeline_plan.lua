@@ -28,7 +28,7 @@ function M.roles(producer, consumer)
   if producer == "all" then
     r.unified, r.producer_warps = true, 0
   elseif type(producer) == "table" then
-    util.known_fields("pipeline producer", producer, { warps = true })
+    util.known_fields("pipeline", producer, { warps = true }, "producer")
     r.unified = false
     r.producer_warps = util.int_in("pipeline", "producer.warps", producer.warps, 1, 32)
   else
@@ -38,7 +38,7 @@ function M.roles(producer, consumer)
   if type(consumer) ~= "table" then
     fail(("consumer must be { warps = n } or { threads = n } (got %s)"):format(util.describe(consumer)))
   end
-  util.known_fields("pipeline consumer", consumer, { warps = true, threads = true })
+  util.known_fields("pipeline", consumer, { warps = true, threads = true }, "consumer")
   if (consumer.warps == nil) == (consumer.threads == nil) then
     fail("consumer needs exactly one of warps (one elected lane per warp arrives on empty) or threads (every thread arrives)")
   end

@@ -14,6 +14,7 @@ local plans = require("cuasync.model.pipeline_plan")
 
 local M = {}
 
+M.MAX_WORK = 100000   -- iterations x runs of one simulate call
 M.MUTATIONS = { tx_delta = true, consumer_arrivals = true, parity_flip = true, producer_exits_at = true }
 
 function M.check_mutation(plan, m)
@@ -115,9 +116,18 @@ function M.simulate(plan, o, m)
   util.kind("pipeline.simulate", "argument", o, "table")
   util.known_fields("pipeline.simulate", o, { iterations = true, seed = true, runs = true, explore = true, bound = true,
                                               async = true })
-  local iterations = util.int_in("pipeline.simulate", "iterations", o.iterations or 2 * plan.stages + 1, 1, 1e6)
+  local iterations = util.int_in("pipeline.simulate", "iterations", o.iterations or 2 * plan.stages + 1, 1, M.MAX_WORK)
+  local runs = util.int_in("pipeline.simulate", "runs", o.runs or 20, 1, M.MAX_WORK)
+  local many, what = runs, "runs"
+  if o.explore == "exhaustive" then
+    many, what = util.int_in("pipeline.simulate", "bound", o.bound or 2000, 1, M.MAX_WORK), "bound"
+  end
+  if iterations * many > M.MAX_WORK then
+    util.fail("pipeline.simulate", ("iterations x %s = %d x %d exceeds %d simulated iterations per call (split it over seeds)"):format(
+              what, iterations, many, M.MAX_WORK))
+  end
   local spec = M.spec(plan, iterations, m)
-  spec.seed, spec.runs, spec.explore, spec.bound = o.seed, o.runs or 20, o.explore, o.bound
+  spec.seed, spec.runs, spec.explore, spec.bound = o.seed, runs, o.explore, o.bound
   spec.async = o.async
   local r = protocol.run(spec)
   r.iterations = iterations

@@ -48,7 +48,7 @@ local function check_spec(o)
       util.int_in(WHERE, ("barriers.%s (an arrival count)"):format(name), b, 1, mbarrier.MAX_COUNT)
       bars[#bars + 1] = { name = name, count = b }
     elseif type(b) == "table" then
-      util.known_fields(WHERE .. " barriers." .. name, b, { count = true, n = true })
+      util.known_fields(WHERE, b, { count = true, n = true }, "barriers." .. name)
       util.int_in(WHERE, ("barriers.%s.count"):format(name), b.count, 1, mbarrier.MAX_COUNT)
       util.int_in(WHERE, ("barriers.%s.n"):format(name), b.n, 1, 4096)
       bars[#bars + 1] = { name = name, count = b.count, n = b.n }
@@ -68,7 +68,7 @@ local function check_spec(o)
       roles[#roles + 1] = { name = name, fn = r }
     elseif type(r) == "table" then
       if type(r[1]) ~= "function" then fail(("roles.%s must be a function or { fn, n = count }"):format(name)) end
-      util.known_fields(WHERE .. " roles." .. name, r, { [1] = true, n = true })
+      util.known_fields(WHERE, r, { [1] = true, n = true }, "roles." .. name)
       util.int_in(WHERE, ("roles.%s.n"):format(name), r.n, 1, 1024)
       for i = 0, r.n - 1 do roles[#roles + 1] = { name = ("%s[%d]"):format(name, i), fn = r[1], index = i } end
     else
@@ -84,15 +84,15 @@ local function check_spec(o)
   local pieces = 1
   if o.async ~= nil then
     util.kind(WHERE, "async", o.async, "table")
-    util.known_fields(WHERE .. " async", o.async, { pieces = true })
+    util.known_fields(WHERE, o.async, { pieces = true }, "async")
     pieces = util.int_in(WHERE, "async.pieces", o.async.pieces or 1, 1, 64)
   end
   return {
     bars = bars, roles = roles, explore = explore, pieces = pieces,
     seed = util.int_in(WHERE, "seed", o.seed or 1, 0, 2 ^ 31),
-    runs = util.int_in(WHERE, "runs", o.runs or 100, 1, 1e7),
-    bound = util.int_in(WHERE, "bound", o.bound or 2000, 1, 1e7),
-    max_steps = util.int_in(WHERE, "max_steps", o.max_steps or 1e6, 1, 1e9),
+    runs = util.int_in(WHERE, "runs", o.runs or 100, 1, 100000),
+    bound = util.int_in(WHERE, "bound", o.bound or 2000, 1, 100000),
+    max_steps = util.int_in(WHERE, "max_steps", o.max_steps or 1e6, 1, 1e7),
   }
 end
 
