@@ -3,7 +3,7 @@
 // slice r of it (the map's box: BOX_Y / cluster rows) and multicasts it, so each block's stage
 // receives the whole tile. Block r's consumers copy the tile to out + r * plane; they release
 // the stage in every block whose copies land here; the producer waits out its peers at the end
-// (producer_tail). Clusters take tiles round-robin.
+// (producer_tail). Clusters take tiles round-robin. HANG = 5 plants a fault for the watchdog specs.
 #include <cuasync/pipelines/mc.cuh>
 #include <cuasync/tma.cuh>
 
@@ -38,6 +38,15 @@ extern "C" __global__ void __launch_bounds__(Plan::block) pipeline_multicast(con
             const float4 *stage = reinterpret_cast<const float4 *>(pipe.buffer(st, Plan::a));
             float4 *o = reinterpret_cast<float4 *>(mine + (size_t)t * BOX_Y * BOX_X);
             for (unsigned e = pipe.consumer_index(); e < BOX_Y * BOX_X / 4; e += Plan::consumer_threads) o[e] = stage[e];
+#if defined(HANG) && HANG == 5
+            // planted for the watchdog specs: block rank 1 releases its own stage only, never the
+            // peer's, so block 0's producer waits forever on its empty barrier
+            if (cuasync::cluster::rank() == 1u) {
+                __syncwarp();
+                if ((threadIdx.x & 31u) == 0u) cuasync::mbarrier::arrive(pipe.empty(st.index));
+                continue;
+            }
+#endif
             pipe.consumer_release(st);
         }
     }

@@ -20,10 +20,13 @@
     X(cuDevicePrimaryCtxRetain, 7000, CUresult, (CUcontext *ctx, CUdevice dev)) \
     X(cuCtxSetCurrent, 4000, CUresult, (CUcontext ctx)) \
     X(cuCtxSynchronize, 2000, CUresult, (void)) \
+    X(cuDevicePrimaryCtxReset, 11000, CUresult, (CUdevice dev)) \
     X(cuMemAlloc, 3020, CUresult, (CUdeviceptr *dptr, size_t bytes)) \
     X(cuMemFree, 3020, CUresult, (CUdeviceptr dptr)) \
     X(cuMemAllocHost, 3020, CUresult, (void **pp, size_t bytes)) \
     X(cuMemFreeHost, 2000, CUresult, (void *p)) \
+    X(cuMemHostAlloc, 3020, CUresult, (void **pp, size_t bytes, unsigned int flags)) \
+    X(cuMemHostGetDevicePointer, 3020, CUresult, (CUdeviceptr *dptr, void *p, unsigned int flags)) \
     X(cuMemGetInfo, 3020, CUresult, (size_t *free_bytes, size_t *total_bytes)) \
     X(cuMemcpyHtoD, 3020, CUresult, (CUdeviceptr dst, const void *src, size_t bytes)) \
     X(cuMemcpyDtoH, 3020, CUresult, (void *dst, CUdeviceptr src, size_t bytes)) \
@@ -50,10 +53,12 @@
     X(cuStreamCreate, 2000, CUresult, (CUstream *s, unsigned int flags)) \
     X(cuStreamDestroy, 4000, CUresult, (CUstream s)) \
     X(cuStreamSynchronize, 2000, CUresult, (CUstream s)) \
+    X(cuStreamQuery, 2000, CUresult, (CUstream s)) \
     X(cuEventCreate, 2000, CUresult, (CUevent *e, unsigned int flags)) \
     X(cuEventDestroy, 4000, CUresult, (CUevent e)) \
     X(cuEventRecord, 2000, CUresult, (CUevent e, CUstream s)) \
     X(cuEventSynchronize, 2000, CUresult, (CUevent e)) \
+    X(cuEventQuery, 2000, CUresult, (CUevent e)) \
     X(cuEventElapsedTime, 2000, CUresult, (float *ms, CUevent start, CUevent end)) \
     X(cuTensorMapEncodeTiled, 12000, CUresult, (CUtensorMap *map, int dtype, unsigned rank, void *address, \
         const unsigned long long *dims, const unsigned long long *strides, const unsigned *box, \

@@ -107,6 +107,21 @@ int cuasync_device_synchronize(const char *what, char *err, size_t errlen)
     return CUASYNC_OK;
 }
 
+int cuasync_device_reset(int ordinal, char *err, size_t errlen)
+{
+    CUdevice dev;
+    int rc = cuasync_driver_init(err, errlen);
+    if (rc) return rc;
+    if (ordinal < 0 || ordinal >= MAX_DEVICES || !contexts[ordinal])
+        return cuasync_fail(err, errlen, CUASYNC_E_INVALID, "cuasync.reset: device %d is not open", ordinal);
+    CUASYNC_CU(cuDeviceGet, (&dev, ordinal), err, errlen, "opening device %d", ordinal);
+    CUASYNC_CU(cuDevicePrimaryCtxReset, (dev), err, errlen, "resetting the primary context of device %d", ordinal);
+    CUASYNC_CU(cuDevicePrimaryCtxRetain, (&contexts[ordinal], dev), err, errlen,
+               "retaining the primary context of device %d again", ordinal);
+    CUASYNC_CU(cuCtxSetCurrent, (contexts[ordinal]), err, errlen, "making device %d's context current", ordinal);
+    return CUASYNC_OK;
+}
+
 int cuasync_device_mem_info(size_t *free_bytes, size_t *total_bytes, char *err, size_t errlen)
 {
     int rc = cuasync_driver_init(err, errlen);

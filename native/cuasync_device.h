@@ -35,6 +35,10 @@ int cuasync_device_open(int ordinal, cuasync_device_props *props, char *err, siz
 /* Make an opened device's primary context current again. */
 int cuasync_device_activate(int ordinal, char *err, size_t errlen);
 int cuasync_device_synchronize(const char *what, char *err, size_t errlen);
+/* Reset an opened device's primary context (cuDevicePrimaryCtxReset): every allocation, module,
+ * stream and event in it is gone; a sticky error is cleared. The context is retained again and
+ * made current. */
+int cuasync_device_reset(int ordinal, char *err, size_t errlen);
 int cuasync_device_mem_info(size_t *free_bytes, size_t *total_bytes, char *err, size_t errlen);
 
 #endif

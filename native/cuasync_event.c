@@ -37,6 +37,17 @@ int cuasync_event_synchronize(CUevent event, char *err, size_t errlen)
     return CUASYNC_OK;
 }
 
+int cuasync_event_query(CUevent event, int *done, char *err, size_t errlen)
+{
+    CUresult r;
+    READY();
+    r = cuasync_cu.cuEventQuery(event);
+    *done = r == 0;
+    if (r != 0 && r != CUASYNC_CUDA_ERROR_NOT_READY)
+        return cuasync_fail_cu(err, errlen, "cuEventQuery", r, "%s", "asking whether an event has happened");
+    return CUASYNC_OK;
+}
+
 int cuasync_event_elapsed(float *ms, CUevent start, CUevent end, char *err, size_t errlen)
 {
     READY();

@@ -29,6 +29,23 @@ int cuasync_mem_alloc_host(void **ptr, size_t bytes, char *err, size_t errlen)
     return CUASYNC_OK;
 }
 
+int cuasync_mem_alloc_mapped(void **host, CUdeviceptr *dev, size_t bytes, char *err, size_t errlen)
+{
+    int rc;
+    READY();
+    /* CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP */
+    CUASYNC_CU(cuMemHostAlloc, (host, bytes, 0x01u | 0x02u), err, errlen,
+               "allocating %zu bytes of device-mapped pinned host memory", bytes);
+    rc = cuasync_cu.cuMemHostGetDevicePointer(dev, *host, 0u);
+    if (rc != 0) {
+        cuasync_cu.cuMemFreeHost(*host);
+        *host = NULL;
+        return cuasync_fail_cu(err, errlen, "cuMemHostGetDevicePointer", (CUresult)rc,
+                               "mapping %zu bytes of pinned host memory into the device", bytes);
+    }
+    return CUASYNC_OK;
+}
+
 int cuasync_mem_free_host(void *ptr, char *err, size_t errlen)
 {
     READY();

@@ -8,6 +8,9 @@ int cuasync_mem_alloc(CUdeviceptr *ptr, size_t bytes, char *err, size_t errlen);
 int cuasync_mem_free(CUdeviceptr ptr, char *err, size_t errlen);
 int cuasync_mem_alloc_host(void **ptr, size_t bytes, char *err, size_t errlen);
 int cuasync_mem_free_host(void *ptr, char *err, size_t errlen);
+/* Pinned host memory the device can read and write (cuMemHostAlloc DEVICEMAP): *host for the
+ * CPU, *dev for kernels. Free it with cuasync_mem_free_host. */
+int cuasync_mem_alloc_mapped(void **host, CUdeviceptr *dev, size_t bytes, char *err, size_t errlen);
 int cuasync_mem_htod(CUdeviceptr dst, const void *src, size_t bytes, char *err, size_t errlen);
 int cuasync_mem_dtoh(void *dst, CUdeviceptr src, size_t bytes, char *err, size_t errlen);
 int cuasync_mem_dtod(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream,

@@ -28,3 +28,14 @@ int cuasync_stream_synchronize(CUstream stream, const char *what, char *err, siz
                what && *what ? what : "waiting for a stream");
     return CUASYNC_OK;
 }
+
+int cuasync_stream_query(CUstream stream, int *done, char *err, size_t errlen)
+{
+    CUresult r;
+    READY();
+    r = cuasync_cu.cuStreamQuery(stream);
+    *done = r == 0;
+    if (r != 0 && r != CUASYNC_CUDA_ERROR_NOT_READY)
+        return cuasync_fail_cu(err, errlen, "cuStreamQuery", r, "%s", "asking whether a stream is done");
+    return CUASYNC_OK;
+}

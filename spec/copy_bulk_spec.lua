@@ -22,7 +22,7 @@ describe("copy_bulk", function()
     assert.has.error(function() copy.bulk_kernel{ chunk = 100 } end, "cuasync.copy: chunk = 100 is not a multiple of 16 (cp.async.bulk moves 16-byte units)")
     assert.has.error(function() copy.bulk_kernel{ inflight = 0 } end, "cuasync.copy: inflight must be a positive integer (got 0)")
     assert.has.error(function() copy.bulk_kernel{ stage = 4 } end,
-      "cuasync.copy: unknown field 'stage' (fields: chunk, inflight, stages, store_lag)")
+      "cuasync.copy: unknown field 'stage' (fields: chunk, inflight, stages, store_lag, watchdog)")
   end)
 
   gpu_it("sizes the grid to the ring bytes per SM it aims for, within residency and chunks #gpu", function()

@@ -93,6 +93,14 @@ local EXPECT = {
     "mbarrier.arrive.expect_tx.release.cta.shared::cta.b64", "mbarrier.try_wait.parity.shared::cta.b64",
     "fence.mbarrier_init.release.cluster", "st.global.v4",
   },
+  ["planted_hangs.cu"] = {   -- built with the watchdog (P:program's default)
+    "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes", "%globaltimer", "exit;",
+    "mbarrier.try_wait.parity.shared::cta.b64",
+  },
+  ["watchdog_cost.cu"] = { "mbarrier.try_wait.parity.shared::cta.b64", "mbarrier.arrive.shared::cta.b64", "%clock64" },
+  ["watchdog_canary.cu"] = {
+    "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes", "exit;", "%globaltimer", "nanosleep",
+  },
   ["pipeline_multicast.cu"] = {
     "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster",
     "mbarrier.arrive.release.cluster.shared::cluster.b64", "barrier.cluster.arrive.release.aligned",
@@ -107,6 +115,11 @@ local BUILD = {
   ["pipeline_tma.cu"] = function(file)
     return cuasync.pipeline{ name = "tma", stages = 4, loads = { { map = plan_map{ 64, 32 }, name = "in" } },
       producer = { warps = 1 }, consumer = { warps = 4 } }:program{ file = file, arch = "sm_90a", defines = { BOX_X = 64, BOX_Y = 32 } }
+  end,
+  ["planted_hangs.cu"] = function(file)
+    return cuasync.pipeline{ name = "hang", stages = 3, loads = { { map = plan_map{ 64, 32 }, name = "in" } },
+      producer = { warps = 1 }, consumer = { warps = 4 } }:program{ file = file, arch = "sm_90a",
+      defines = { BOX_X = 64, BOX_Y = 32, HANG = 2 } }
   end,
   ["pipeline_multicast.cu"] = function(file)
     return cuasync.pipeline{ name = "mc", stages = 4, loads = { { map = plan_map{ 64, 16 }, name = "a" } }, multicast = { a = "x" },

@@ -150,7 +150,7 @@ print(ok and "RAN" or err)
     assert.has.error(function() tm:replace_address() end,
       "cuasync.tensormap.replace_address: buffer (or ptr) is required: the global memory the map describes")
     small:close()
-    assert.has.error(function() tm:replace_address(small) end, "cuasync.tensormap.replace_address: buffer is closed")
+    assert.has.error(function() tm:replace_address(small) end, "cuasync.tensormap.replace_address: the buffer is closed")
     a:close(); b:close()
   end)
 

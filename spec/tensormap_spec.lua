@@ -130,7 +130,7 @@ describe("tensormap rules", function()
     local b = cuasync.alloc(4096)
     b:close()
     assert.has.error(function() cuasync.tensormap{ buffer = b, dtype = "u32", dims = { 4 }, box = { 4 } } end,
-      "cuasync.tensormap: buffer is closed")
+      "cuasync.tensormap: the buffer is closed")
     local dev = cuasync.device(0)
     if dev.cc < 100 then
       local buf = cuasync.alloc(65536)

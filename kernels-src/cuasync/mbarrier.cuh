@@ -218,24 +218,30 @@ __device__ __forceinline__ void inval(mbarrier_t *bar)
 
 // The one wait, on every arch from sm_80, through watchdog::spin_until: mbarrier.try_wait from
 // sm_90 (the hardware may suspend the thread until the phase completes), test_wait and a short
-// nanosleep below it (so that a spinning warp leaves issue slots to the others).
+// nanosleep below it (so that a spinning warp leaves issue slots to the others). `s` tells the
+// watchdog what is waited for (pipeline.cuh fills in its stage, role and iteration).
 // Wait for the phase of the given parity.
-__device__ __forceinline__ void wait_parity(mbarrier_t *bar, unsigned parity)
+__device__ __forceinline__ void wait_parity(mbarrier_t *bar, unsigned parity, const watchdog::site &s)
 {
 #if __CUDA_ARCH__ >= 900
-    watchdog::spin_until([&] { return try_wait_parity(bar, parity); });
+    watchdog::spin_until([&] { return try_wait_parity(bar, parity); }, s);
 #else
-    watchdog::spin_until_sleeping([&] { return test_wait_parity(bar, parity); });
+    watchdog::spin_until_sleeping([&] { return test_wait_parity(bar, parity); }, s);
 #endif
+}
+__device__ __forceinline__ void wait_parity(mbarrier_t *bar, unsigned parity)
+{
+    wait_parity(bar, parity, watchdog::site{ smem_addr(bar), parity, 0u, 0u, 0u, 0u });
 }
 
 // Wait for the phase `state` (an arrive's token) belongs to.
 __device__ __forceinline__ void wait(mbarrier_t *bar, unsigned long long state)
 {
+    const watchdog::site s{ smem_addr(bar), 0xFFFFFFFFu, 0u, 0u, 0u, 0u };
 #if __CUDA_ARCH__ >= 900
-    watchdog::spin_until([&] { return try_wait(bar, state); });
+    watchdog::spin_until([&] { return try_wait(bar, state); }, s);
 #else
-    watchdog::spin_until_sleeping([&] { return test_wait(bar, state); });
+    watchdog::spin_until_sleeping([&] { return test_wait(bar, state); }, s);
 #endif
 }
 

@@ -26,21 +26,24 @@ struct stage_state {
     static_assert(Stages >= 1, "cuasync: a ring needs at least one stage");
     int index;
     unsigned phase;
-    __device__ static stage_state consumer_start() { return stage_state{0, 0u}; }
-    __device__ static stage_state producer_start() { return stage_state{0, 1u}; }
+    unsigned iteration;   // steps since the start (the watchdog's post-mortem names it)
+    __device__ static stage_state consumer_start() { return stage_state{0, 0u, 0u}; }
+    __device__ static stage_state producer_start() { return stage_state{0, 1u, 0u}; }
     // The state `n` steps from the start (iteration n of a loop that began at `start`).
     __device__ static stage_state at(unsigned long long n, unsigned start_phase = 0u)
     {
-        return stage_state{(int)(n % Stages), start_phase ^ (unsigned)((n / Stages) & 1u)};
+        return stage_state{(int)(n % Stages), start_phase ^ (unsigned)((n / Stages) & 1u), (unsigned)n};
     }
     __device__ void advance()
     {
+        ++iteration;
         if (++index == Stages) { index = 0; phase ^= 1u; }
     }
     // n steps at once: the index moves n mod Stages, the phase flips once per wrap.
     __device__ void advance(unsigned n)
     {
         const unsigned next = (unsigned)index + n;
+        iteration += n;
         phase ^= (next / Stages) & 1u;
         index = (int)(next % Stages);
     }
@@ -167,9 +170,18 @@ struct pipeline {
     __device__ static state producer_start() { return state::producer_start(); }
     __device__ static state consumer_start() { return state::consumer_start(); }
 
+    // What the watchdog records for a wait of this pipeline (role 1 producer, 2 consumer).
+    __device__ watchdog::site site(mbarrier_t *bar, const state &st, unsigned role) const
+    {
+        return watchdog::site{ smem_addr(bar), st.phase, smem_addr(base), (unsigned)st.index, role, st.iteration };
+    }
+
     // Producer thread: wait until the stage at st is free (its consumers, in every block whose
     // stage this block's copies reach, released it).
-    __device__ void producer_acquire(const state &st) const { mbarrier::wait_parity(empty(st.index), st.phase); }
+    __device__ void producer_acquire(const state &st) const
+    {
+        mbarrier::wait_parity(empty(st.index), st.phase, site(empty(st.index), st, 1u));
+    }
 
 #if __CUDA_ARCH__ >= 900
     // Producer thread: arm full with the plan's tx bytes (one arrival); then issue the copies.
@@ -202,7 +214,10 @@ struct pipeline {
 #endif
 
     // Consumer threads: wait until the stage at st holds data.
-    __device__ void consumer_wait(const state &st) const { mbarrier::wait_parity(full(st.index), st.phase); }
+    __device__ void consumer_wait(const state &st) const
+    {
+        mbarrier::wait_parity(full(st.index), st.phase, site(full(st.index), st, 2u));
+    }
 
     // Consumer threads: done reading the stage at st. One elected lane per warp arrives (every
     // thread, with consumer = { threads = n }), on this block's empty barrier and on that of every

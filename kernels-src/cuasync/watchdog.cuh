@@ -1,45 +1,205 @@
 // cuasync/watchdog.cuh — the one spin primitive every wait in cuasync goes through (mbarrier
 // waits, pipeline waits, bounded probes), so that a bound on waiting is written once.
-// Today: CUASYNC_WAIT_LIMIT (a spin count) makes an endless wait trap instead of hanging the GPU;
-// the hang watchdog (a %globaltimer bound, an abort word and a post-mortem) belongs here too.
+// With CUASYNC_WATCHDOG (cuasync.program{ watchdog = ... } defines it, with
+// CUASYNC_WATCHDOG_NS and CUASYNC_WATCHDOG_GRACE_NS): a wait is bounded by %globaltimer; the
+// first waiter to time out writes a post-mortem into host-mapped memory and raises an abort word;
+// every other watched wait in the grid sees the word and leaves; each leaving thread sleeps a
+// grace period (copies still in flight land) and executes PTX `exit`, which keeps the context
+// usable (CUASYNC_WATCHDOG_TRAP makes it `trap` instead, for a core dump). The host reads the
+// record at its next synchronize (lua/cuasync/watchdog.lua).
+// Without it: CUASYNC_WAIT_LIMIT (a spin count) makes an endless wait trap; else waits are plain.
+// A cluster barrier wait (barrier.cluster.wait) blocks in hardware and has no try form: it is not
+// bounded.
 #pragma once
 
 namespace cuasync {
 namespace watchdog {
 
-// Spin until done() holds. done() is one non-blocking test (it may suspend briefly, as
-// mbarrier.try_wait does, or sleep, as the sm_80 waits do).
-template <typename Done>
-__device__ __forceinline__ void spin_until(Done done)
+// Where a wait is: its barrier, and for a pipeline's waits what the host needs to name it.
+struct site {
+    unsigned bar;         // shared address of the barrier (0: not a barrier wait)
+    unsigned parity;      // the parity waited for (0xFFFFFFFF: a wait on an arrive's token)
+    unsigned base;        // shared address of the pipeline's stage ring (0: not a pipeline wait)
+    unsigned stage;
+    unsigned role;        // 0 none, 1 producer, 2 consumer
+    unsigned iteration;   // the pipeline iteration (advances since the role's start)
+};
+
+// mov.u64 t, %globaltimer;                                            // PTX ISA 3.1, sm_30
+// Nanoseconds, global across SMs (updated every microsecond or so).
+__device__ __forceinline__ unsigned long long now()
 {
-#ifdef CUASYNC_WAIT_LIMIT
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+// Sleep about `ns` nanoseconds (a timed pause, not a wait on anything).
+__device__ __forceinline__ void pause_ns(unsigned long long ns)
+{
+    const unsigned long long t0 = now();
+    while (now() - t0 < ns) __nanosleep(500);
+}
+
+} // namespace watchdog
+} // namespace cuasync
+
+#ifdef CUASYNC_WATCHDOG
+#ifndef CUASYNC_WATCHDOG_NS
+#define CUASYNC_WATCHDOG_NS 2000000000ull
+#endif
+#ifndef CUASYNC_WATCHDOG_GRACE_NS
+#define CUASYNC_WATCHDOG_GRACE_NS 200000ull
+#endif
+
+namespace cuasync {
+namespace watchdog {
+// The post-mortem, in host-mapped memory: lua/cuasync/watchdog.lua declares the same layout.
+struct record {
+    unsigned state;          // 0 empty, 1 written (the last field stored)
+    unsigned module;         // the host's id of the module
+    unsigned block[3];
+    unsigned cluster_rank;
+    unsigned warp, lane;
+    unsigned bar, parity, base, stage, role, iteration;
+    unsigned long long raw;        // the barrier's 64-bit word when the wait gave up
+    unsigned long long waited_ns;
+    unsigned long long timeout_ns;
+};
+} // namespace watchdog
+} // namespace cuasync
+
+// Module globals the host sets at load (cuModuleGetGlobal): unmangled names.
+extern "C" {
+__device__ cuasync::watchdog::record *cuasync_watchdog_record;
+__device__ unsigned cuasync_watchdog_module;
+__device__ unsigned cuasync_watchdog_abort;   // raised by the first waiter to time out
+__device__ unsigned cuasync_watchdog_claim;   // who writes the record
+__device__ unsigned long long cuasync_watchdog_first;   // ~(earliest start) among timed-out waits
+}
+
+namespace cuasync {
+namespace watchdog {
+
+__device__ __forceinline__ bool aborted() { return *(volatile unsigned *)&cuasync_watchdog_abort != 0u; }
+
+// Leave: a grace period for copies still landing in this block's shared memory, then exit.
+__device__ __noinline__ void leave()
+{
+    pause_ns((unsigned long long)(CUASYNC_WATCHDOG_GRACE_NS));
+    asm volatile("exit;" ::: "memory");
+    __builtin_unreachable();
+}
+
+// A timed-out wait: the one that began earliest writes the post-mortem (its barrier is the root
+// of the hang; later waits only follow from it). Each timed-out wait posts its start, waits out an
+// election window (1/64 of the timeout) after its own deadline, and writes only if its start is
+// still the earliest posted; then every watched wait leaves.
+__device__ __noinline__ void give_up(site s, unsigned long long t0, unsigned long long waited)
+{
+    const unsigned long long key = ~t0;
+    atomicMax(&cuasync_watchdog_first, key);
+    const unsigned long long until = t0 + (unsigned long long)(CUASYNC_WATCHDOG_NS) +
+                                     (unsigned long long)(CUASYNC_WATCHDOG_NS) / 64u;
+    while (now() < until && !aborted()) __nanosleep(1000);
+    if (*(volatile unsigned long long *)&cuasync_watchdog_first == key &&
+        atomicCAS(&cuasync_watchdog_claim, 0u, 1u) == 0u) {
+        record *r = cuasync_watchdog_record;
+        if (r) {
+            unsigned rank = 0, lane;
+#if __CUDA_ARCH__ >= 900
+            asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+#endif
+            asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
+            unsigned long long raw = 0;
+            if (s.bar) asm volatile("ld.volatile.shared.b64 %0, [%1];" : "=l"(raw) : "r"(s.bar));
+            volatile record *v = r;
+            v->module = cuasync_watchdog_module;
+            v->block[0] = blockIdx.x; v->block[1] = blockIdx.y; v->block[2] = blockIdx.z;
+            v->cluster_rank = rank;
+            v->warp = (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) / 32u;
+            v->lane = lane;
+            v->bar = s.bar; v->parity = s.parity; v->base = s.base; v->stage = s.stage; v->role = s.role;
+            v->iteration = s.iteration;
+            v->raw = raw;
+            v->waited_ns = waited;
+            v->timeout_ns = (unsigned long long)(CUASYNC_WATCHDOG_NS);
+            __threadfence_system();
+            v->state = 1u;
+            __threadfence_system();
+        }
+    }
+    atomicExch(&cuasync_watchdog_abort, 1u);
+    __threadfence();
+#ifdef CUASYNC_WATCHDOG_TRAP
+    __trap();
+#endif
+    leave();
+}
+
+} // namespace watchdog
+} // namespace cuasync
+#endif // CUASYNC_WATCHDOG
+
+namespace cuasync {
+namespace watchdog {
+
+// Spin until done() holds. done() is one non-blocking test (it may suspend briefly, as
+// mbarrier.try_wait does, or sleep, as the sm_80 waits do). `s` says what is waited for.
+template <typename Done>
+__device__ __forceinline__ void spin_until(Done done, const site &s)
+{
+#if defined(CUASYNC_WATCHDOG)
+    if (done()) return;
+    const unsigned long long t0 = now();
+    for (unsigned i = 1;; ++i) {
+        if (done()) return;
+        if ((i & 7u) == 0u) {
+            const unsigned long long t = now();
+            if (t - t0 > (unsigned long long)(CUASYNC_WATCHDOG_NS)) give_up(s, t0, t - t0);
+            if (aborted()) leave();
+        }
+    }
+#elif defined(CUASYNC_WAIT_LIMIT)
+    (void)s;
     unsigned long long spins = 0;
     while (!done())
         if (++spins == (unsigned long long)(CUASYNC_WAIT_LIMIT)) __trap();
 #else
+    (void)s;
     while (!done()) {}
 #endif
+}
+
+template <typename Done>
+__device__ __forceinline__ void spin_until(Done done)
+{
+    spin_until(done, site{ 0u, 0u, 0u, 0u, 0u, 0u });
 }
 
 // spin_until for a test that does not suspend (mbarrier.test_wait below sm_90): a short sleep
 // after each failed test leaves issue slots to the other warps.
 template <typename Test>
-__device__ __forceinline__ void spin_until_sleeping(Test test, unsigned sleep_ns = 32)
+__device__ __forceinline__ void spin_until_sleeping(Test test, const site &s, unsigned sleep_ns = 32)
 {
     spin_until([&] {
         if (test()) return true;
         __nanosleep(sleep_ns);
         return false;
-    });
+    }, s);
 }
 
 // Try done() at most `tries` times: true once it held, false if it never did — a probe that must
-// report, not hang.
+// report, not hang. With the watchdog, a raised abort word makes it leave.
 template <typename Done>
 __device__ __forceinline__ bool spin_bounded(Done done, unsigned tries)
 {
-    for (unsigned i = 0; i < tries; ++i)
+    for (unsigned i = 0; i < tries; ++i) {
         if (done()) return true;
+#ifdef CUASYNC_WATCHDOG
+        if (aborted()) leave();
+#endif
+    }
     return false;
 }
 

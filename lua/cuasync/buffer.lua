@@ -17,7 +17,7 @@ local Buffer, HostBuffer = {}, {}
 local buffer_t, host_buffer_t
 
 local function open_buffer(where, b)
-  if b.ptr == 0 then util.fail(where, "the buffer is closed", 3) end
+  if b.ptr == 0 then util.fail(where, require("cuasync.handle").dead("buffer", b)) end
 end
 
 -- A (pointer, bytes) view of what upload/download may take: string, host buffer, cdata.
@@ -29,7 +29,7 @@ local function host_view(where, src, bytes)
     end
     return src, bytes or #src
   elseif ffi.istype(host_buffer_t, src) then
-    if src.ptr == nil then util.fail(where, "the host buffer is closed", 4) end
+    if src.ptr == nil then util.fail(where, require("cuasync.handle").dead("host buffer", src)) end
     local n = tonumber(src.nbytes)
     if bytes and bytes > n then
       util.fail(where, ("bytes = %d but the host buffer holds %d"):format(bytes, n), 4)
@@ -112,7 +112,8 @@ function Buffer:download(ctype, n)
     error(("cuasync.buffer.download: internal error: %s[%d] has %d bytes, expected %d"):format(
           tostring(ct), n, ffi.sizeof(out), n * esize), 2)
   end
-  if n > 0 then native.check(C.cuasync_mem_dtoh(out, self.ptr, n * esize, errbuf, ERRLEN)) end
+  -- a download waits for the kernels before it: a watched kernel's hang is raised here
+  if n > 0 then require("cuasync.watchdog").check(C.cuasync_mem_dtoh(out, self.ptr, n * esize, errbuf, ERRLEN)) end
   return out
 end
 
@@ -122,7 +123,7 @@ function Buffer:download_to(dst, bytes, offset)
   if type(dst) == "string" then util.fail("buffer.download_to", "dst must be writable host memory (got string)") end
   local p, n = host_view("buffer.download_to", dst, bytes)
   offset = range("buffer.download_to", self, n, offset)
-  native.check(C.cuasync_mem_dtoh(p, self.ptr + offset, n, errbuf, ERRLEN))
+  require("cuasync.watchdog").check(C.cuasync_mem_dtoh(p, self.ptr + offset, n, errbuf, ERRLEN))
   return dst
 end
 
@@ -204,7 +205,7 @@ function HostBuffer:size() return tonumber(self.nbytes) end
 
 -- A typed pointer into the host buffer.
 function HostBuffer:as(ctype)
-  if self.ptr == nil then util.fail("host_buffer.as", "the host buffer is closed") end
+  if self.ptr == nil then util.fail("host_buffer.as", require("cuasync.handle").dead("host buffer", self)) end
   local _, _, name = element_type("host_buffer.as", ctype)
   return ffi.cast(name .. " *", self.ptr)
 end

@@ -27,7 +27,7 @@ function Device:limits()
 end
 
 function Device:synchronize(what)
-  native.check(C.cuasync_device_synchronize(what or "synchronizing the device", errbuf, ERRLEN))
+  require("cuasync.watchdog").check(C.cuasync_device_synchronize(what or "synchronizing the device", errbuf, ERRLEN))
 end
 
 function Device:mem_info()

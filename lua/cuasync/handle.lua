@@ -10,6 +10,28 @@ local M = {}
 
 local GONE = { CUDA_ERROR_DEINITIALIZED = true }
 
+-- Every live handle, so that cuasync.reset() can mark them all dead (weak: the GC still frees).
+local all = setmetatable({}, { __mode = "k" })
+local lost = setmetatable({}, { __mode = "k" })
+
+-- Mark every handle dead without releasing it (its resource went with the context); `why` is
+-- what lost(h) answers for them afterwards.
+function M.forget_all(why)
+  for h, o in pairs(all) do
+    if o.live(h) then o.kill(h); lost[h] = why end
+  end
+end
+
+-- Why h is dead when it was not closed by its owner (nil otherwise).
+function M.lost(h) return lost[h] end
+
+-- "the <what> is closed", or why it was lost: the message for a dead handle.
+function M.dead(what, h)
+  local why = lost[h]
+  if why then return ("the %s %s"):format(what, why) end
+  return ("the %s is closed"):format(what)
+end
+
 -- define(ctype, { live = fn(h) -> bool, kill = fn(h) (mark dead; returns what release needs),
 --                 release = fn(token) -> rc, methods = {...}, tostring = fn })
 -- -> the metatype; methods.close is set.
@@ -25,7 +47,12 @@ function M.define(ctype, o)
     end
   end
   o.methods.close = close
-  return ffi.metatype(ctype, { __index = o.methods, __gc = close, __tostring = o.tostring })
+  return ffi.metatype(ctype, { __index = o.methods, __gc = close, __tostring = o.tostring,
+    __new = function(ct, ...)
+      local h = ffi.new(ct, ...)
+      all[h] = o
+      return h
+    end })
 end
 
 return M

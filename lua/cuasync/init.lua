@@ -14,7 +14,7 @@ local tensormap = require("cuasync.tensormap")
 local swizzle = require("cuasync.model.swizzle")
 local util = require("cuasync.util")
 
-local C = native.C
+local C, errbuf, ERRLEN = native.C, native.errbuf, native.ERRLEN
 
 local M = {
   version = native.version,
@@ -65,11 +65,40 @@ setmetatable(M, { __index = function(t, k)
   return v
 end })
 
--- Wait for all work on the current device; asynchronous kernel faults surface here.
+-- Wait for all work on the current device; asynchronous kernel faults, and the hang of a
+-- watched kernel, surface here. synchronize{ timeout_ms = n } raises "still running" instead of
+-- blocking past n ms (it polls events recorded on the default stream and on every open stream).
 function M.synchronize(what)
+  if type(what) == "table" then
+    local ms = streams.timeout("synchronize", what)
+    local dev = device.current()
+    local events = {}
+    for _, s in ipairs(streams.live()) do events[#events + 1] = streams.event():record(s) end
+    events[#events + 1] = streams.event():record(nil)
+    streams.poll("synchronize", ms, "kernels or copies on the device", function()
+      for _, e in ipairs(events) do if not e:query() then return false end end
+      return true
+    end)
+    for _, e in ipairs(events) do e:close() end
+    return dev:synchronize()
+  end
   if what ~= nil then util.cstring("synchronize", "what", what) end
   device.current():synchronize(what)
 end
+
+-- Reset the current device's primary context (a lost context, after a trap or an illegal
+-- address, works again). Every buffer, module view, stream and event made before it is marked
+-- dead and refuses use; kernels must be taken again from their module (modules reload).
+function M.reset()
+  local dev = device.peek()
+  if not dev then util.fail("reset", "no device is open") end
+  native.check(C.cuasync_device_reset(dev.ordinal, errbuf, ERRLEN))
+  native.state.generation = native.state.generation + 1
+  require("cuasync.handle").forget_all("was lost with cuasync.reset()")
+  require("cuasync.watchdog").forget_all()
+end
+
+M.is_hang = function(e) return require("cuasync.watchdog").is_hang(e) end
 
 -- Host monotonic clock in nanoseconds.
 function M.now_ns()

@@ -56,7 +56,8 @@ function M.new(mod, name, lowered, params, sig)
     error(msg, 0)
   end
   local k = setmetatable({ module = mod, name = name, lowered = lowered, fn = fn[0], params = params,
-                           sig = sig, device = mod.device, runs = {}, nruns = 0 }, Kernel)
+                           sig = sig, device = mod.device, runs = {}, nruns = 0,
+                           generation = native.state.generation }, Kernel)
   k:check_signature()
   return k
 end
@@ -110,7 +111,14 @@ end]]):format(table.concat(names, ", "), n, table.concat(args, ", "), table.conc
 end
 
 -- k:prepare(cfg[, ...]) -> run: run(...) packs and launches; run() relaunches with the last arguments.
+local function stale(k)
+  util.fail("launch", ("kernel '%s' belongs to the CUDA context that cuasync.reset() ended: get it again with mod:kernel(\"%s\", ...)"):format(
+    k.name, k.name))
+end
+
 function Kernel:prepare(cfg, ...)
+  local nstate = native.state
+  if self.generation ~= nstate.generation then stale(self) end
   local conf = launch.new(self, cfg)
   local lc, la, c = conf.lc, conf.la, conf.c
   local n = #self.params
@@ -136,7 +144,10 @@ function Kernel:prepare(cfg, ...)
   end
   local fn, name, launch_c = self.fn, self.name, C.cuasync_launch
   local keep = { self, lc, la, slots, params, conf }   -- everything the driver reads stays alive
+  local gen, watch, me = self.generation, self.module.watch, self
   local function go()
+    if nstate.generation ~= gen then stale(me) end
+    if watch then watch.last = name end
     local rc = launch_c(fn, lc, params, name, errbuf, ERRLEN)
     if rc ~= 0 then native.check(rc) end
     return keep
@@ -165,12 +176,13 @@ end
 local MAX_RUNS = 64
 local launch_key = launch.key
 function Kernel:launch(cfg, ...)
+  if self.generation ~= native.state.generation then stale(self) end
   local key = launch_key(cfg)
   local run = key and self.runs[key]
   if run then
     -- the cached config holds the stream's handle: a stream closed since must not reach the driver
     local s = cfg.stream
-    if s ~= nil and s.open == 0 then util.fail("stream", "the stream is closed") end
+    if s ~= nil and s.open == 0 then util.fail("stream", require("cuasync.handle").dead("stream", s)) end
   else
     run = self:prepare(cfg)
     if key then

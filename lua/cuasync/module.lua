@@ -42,6 +42,7 @@ function Module:load()
   native.check(C.cuasync_module_load(h, image, self.name, errbuf, ERRLEN))
   self.handle = handle_t(h[0], 1)
   self.device = dev
+  if self.program.watchdog then require("cuasync.watchdog").attach(self) end
   return self
 end
 

@@ -71,9 +71,17 @@ function M.is_driver_error(e) return getmetatable(e) == DriverError_mt end
 
 function M.driver_error(message, status)
   local code = ffi.string(C.cuasync_cu_error_name(status))
-  return setmetatable({ message = message, status = status, code = code, sticky = M.STICKY[code] == true,
+  local sticky = M.STICKY[code] == true
+  if sticky then
+    message = message .. "; the CUDA context is lost: every later call on this device fails the same way until cuasync.reset() (which also ends every buffer, module, stream and event made before it)"
+  end
+  return setmetatable({ message = message, status = status, code = code, sticky = sticky,
                         where = require("cuasync.util").user_where() }, DriverError_mt)
 end
+
+-- Incremented by cuasync.reset(): a kernel or prepared launch from an older generation refuses
+-- to launch (its function handle belonged to the context that was reset).
+M.state = { generation = 0 }
 
 -- Raise when rc is not 0: a driver failure as a DriverError, anything else as its message. The
 -- message names the call and what was being done; no position is prefixed.

@@ -203,6 +203,8 @@ function Pipeline:program(spec)
     defines[k] = v
   end
   s.defines = defines
+  -- a pipeline's kernels are watched unless told otherwise: a hang becomes a post-mortem
+  if s.watchdog == nil then s.watchdog = true end
   local p = require("cuasync.program").new(s)
   p.pipeline = self
   return p

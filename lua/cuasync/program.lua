@@ -15,7 +15,7 @@ M.kernels_dir = toolkit.kernels_dir
 M.device_headers = toolkit.device_headers
 
 local FIELDS = { source = true, file = true, name = true, defines = true, options = true,
-                 headers = true, expressions = true, arch = true }
+                 headers = true, expressions = true, arch = true, watchdog = true }
 
 local function fail(msg) util.fail("program", msg) end
 
@@ -98,6 +98,15 @@ function M.new(spec)
     end
     p.defines[k] = define_value(k, v)
     dnames[#dnames + 1] = k
+  end
+  -- the watchdog (watchdog.lua): its defines compile the bounded waits of watchdog.cuh
+  p.watchdog = require("cuasync.watchdog").options(spec.watchdog)
+  if p.watchdog then
+    for k, v in pairs(require("cuasync.watchdog").defines(p.watchdog)) do
+      if p.defines[k] then fail(("defines.%s is set by the watchdog (use watchdog = { ... })"):format(k)) end
+      p.defines[k] = define_value(k, v)
+      dnames[#dnames + 1] = k
+    end
   end
   table.sort(dnames)
   p.define_names = dnames

@@ -12,12 +12,48 @@ typedef struct cuasync_stream { CUstream handle; int open; } cuasync_stream;
 typedef struct cuasync_event { CUevent handle; int open; } cuasync_event;
 ]]
 
+pcall(ffi.cdef, "int usleep(unsigned int usec);")
+
 local M = {}
 local Stream, Event = {}, {}
+local live_streams = setmetatable({}, { __mode = "k" })
+M.MAX_TIMEOUT_MS = 24 * 3600 * 1000
 
-function Stream:synchronize()
-  if self.open == 0 then util.fail("stream.synchronize", "the stream is closed") end
-  native.check(C.cuasync_stream_synchronize(self.handle, "waiting for a stream", errbuf, ERRLEN))
+-- { timeout_ms = n } (or nil): the bound of a host-side wait.
+function M.timeout(where, opts)
+  if opts == nil then return nil end
+  util.kind(where, "argument", opts, "table")
+  util.known_fields(where, opts, { timeout_ms = true })
+  return util.int_in(where, "timeout_ms", opts.timeout_ms, 1, M.MAX_TIMEOUT_MS)
+end
+
+-- Poll done() (a query that never blocks) until it holds, or raise "still running" after ms.
+function M.poll(where, ms, what, done)
+  local t0 = C.cuasync_now_ns()
+  while not done() do
+    if (C.cuasync_now_ns() - t0) / 1e6 > ms then
+      util.fail(where, ("still running after %d ms: %s (the watchdog is off for it; cuasync.program{ watchdog = true } turns a hung wait into a post-mortem)"):format(
+                ms, what))
+    end
+    ffi.C.usleep(200)
+  end
+end
+
+local flag = ffi.new("int[1]")
+local function stream_done(h)
+  return function()
+    native.check(C.cuasync_stream_query(h, flag, errbuf, ERRLEN))
+    return flag[0] ~= 0
+  end
+end
+
+-- s:synchronize([{ timeout_ms = n }]): wait for the stream's work; with a timeout, raise "still
+-- running" instead of blocking past it. A watched kernel's hang is raised here.
+function Stream:synchronize(opts)
+  if self.open == 0 then util.fail("stream.synchronize", handle.dead("stream", self)) end
+  local ms = M.timeout("stream.synchronize", opts)
+  if ms then M.poll("stream.synchronize", ms, "the work on this stream", stream_done(self.handle)) end
+  require("cuasync.watchdog").check(C.cuasync_stream_synchronize(self.handle, "waiting for a stream", errbuf, ERRLEN))
 end
 
 local function closer(kind, destroy, methods)
@@ -42,28 +78,46 @@ function M.stream(opts)
   device.current()
   local h = ffi.new("CUstream[1]")
   native.check(C.cuasync_stream_create(h, opts and opts.non_blocking and 1 or 0, errbuf, ERRLEN))
-  return stream_t(h[0], 1)
+  local s = stream_t(h[0], 1)
+  live_streams[s] = true
+  return s
+end
+
+-- Every open stream (cuasync.synchronize{ timeout_ms } waits for them all).
+function M.live()
+  local out = {}
+  for s in pairs(live_streams) do if s.open ~= 0 then out[#out + 1] = s end end
+  return out
 end
 
 -- The CUstream of a stream object or nil (the default stream).
 function M.handle(s)
   if s == nil then return nil end
   if ffi.istype(stream_t, s) then
-    if s.open == 0 then util.fail("stream", "the stream is closed") end
+    if s.open == 0 then util.fail("stream", handle.dead("stream", s)) end
     return s.handle
   end
   util.fail("stream", ("expected a cuasync.stream() or nil (got %s)"):format(util.describe(s)))
 end
 
 function Event:record(stream)
-  if self.open == 0 then util.fail("event.record", "the event is closed") end
+  if self.open == 0 then util.fail("event.record", handle.dead("event", self)) end
   native.check(C.cuasync_event_record(self.handle, M.handle(stream), errbuf, ERRLEN))
   return self
 end
 
-function Event:synchronize()
-  if self.open == 0 then util.fail("event.synchronize", "the event is closed") end
-  native.check(C.cuasync_event_synchronize(self.handle, errbuf, ERRLEN))
+function Event:query()
+  if self.open == 0 then util.fail("event.query", handle.dead("event", self)) end
+  native.check(C.cuasync_event_query(self.handle, flag, errbuf, ERRLEN))
+  return flag[0] ~= 0
+end
+
+-- e:synchronize([{ timeout_ms = n }]): as Stream:synchronize, for the work before the event.
+function Event:synchronize(opts)
+  if self.open == 0 then util.fail("event.synchronize", handle.dead("event", self)) end
+  local ms = M.timeout("event.synchronize", opts)
+  if ms then M.poll("event.synchronize", ms, "the work before this event", function() return self:query() end) end
+  require("cuasync.watchdog").check(C.cuasync_event_synchronize(self.handle, errbuf, ERRLEN))
 end
 
 -- Milliseconds from self to later (both recorded, later completed).
@@ -72,7 +126,9 @@ function Event:elapsed(later)
   if not ffi.istype("cuasync_event", later) then
     util.fail("event.elapsed", ("later must be a cuasync.event() (got %s)"):format(util.describe(later)))
   end
-  if self.open == 0 or later.open == 0 then util.fail("event.elapsed", "the event is closed") end
+  if self.open == 0 or later.open == 0 then
+    util.fail("event.elapsed", handle.dead("event", self.open == 0 and self or later))
+  end
   native.check(C.cuasync_event_elapsed(ms, self.handle, later.handle, errbuf, ERRLEN))
   return ms[0]
 end

@@ -44,7 +44,7 @@ local function where(spec, who)
     if not ffi.istype(buffer.buffer_t, spec.buffer) then
       no(("buffer must be a cuasync buffer (got %s)"):format(util.describe(spec.buffer)))
     end
-    if spec.buffer.ptr == 0 then no("buffer is closed") end
+    if spec.buffer.ptr == 0 then no(require("cuasync.handle").dead("buffer", spec.buffer)) end
     if spec.bytes ~= nil then no("bytes goes with ptr; a buffer knows its size") end
     return spec.buffer.ptr, tonumber(spec.buffer.nbytes), spec.buffer
   elseif type(spec.ptr) ~= "nil" then

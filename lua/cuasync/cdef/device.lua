@@ -31,6 +31,7 @@ int cuasync_device_count(int *count, char *err, size_t errlen);
 int cuasync_device_open(int ordinal, cuasync_device_props *props, char *err, size_t errlen);
 int cuasync_device_activate(int ordinal, char *err, size_t errlen);
 int cuasync_device_synchronize(const char *what, char *err, size_t errlen);
+int cuasync_device_reset(int ordinal, char *err, size_t errlen);
 int cuasync_device_mem_info(size_t *free_bytes, size_t *total_bytes, char *err, size_t errlen);
 ]]
 

@@ -6,6 +6,7 @@ local declarations = [[
 int cuasync_stream_create(CUstream *stream, int non_blocking, char *err, size_t errlen);
 int cuasync_stream_destroy(CUstream stream, char *err, size_t errlen);
 int cuasync_stream_synchronize(CUstream stream, const char *what, char *err, size_t errlen);
+int cuasync_stream_query(CUstream stream, int *done, char *err, size_t errlen);
 ]]
 
 ffi.cdef(declarations)

@@ -34,6 +34,7 @@ typedef struct CUlaunchConfig_st {
 typedef struct CUtensorMap_st {
     __attribute__((aligned(128))) unsigned long long opaque[16];
 } CUtensorMap;
+enum { CUASYNC_CUDA_ERROR_NOT_READY = 600 };
 enum {
     CUASYNC_CU_LAUNCH_ATTRIBUTE_COOPERATIVE = 2,
     CUASYNC_CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4,

@@ -36,12 +36,12 @@ Bulk.__index = Bulk
 -- efficiency; fewer leaves it idle. The old grid (as many blocks as fit) plateaued at 0.92.
 M.INFLIGHT = 40 * 1024
 
--- copy.bulk_kernel{ stages = 10, chunk = 4096, store_lag = 1, inflight = 40960 }
---   -> an object with :grid/:prepare/:copy
+-- copy.bulk_kernel{ stages = 10, chunk = 4096, store_lag = 1, inflight = 40960, watchdog = nil }
+--   -> an object with :grid/:prepare/:copy (watchdog as cuasync.program's field)
 function M.bulk_kernel(opts)
   opts = opts or {}
   util.kind("copy", "opts", opts, "table")
-  util.known_fields("copy", opts, { stages = true, chunk = true, store_lag = true, inflight = true }, 2)
+  util.known_fields("copy", opts, { stages = true, chunk = true, store_lag = true, inflight = true, watchdog = true }, 2)
   local stages = util.count("copy", "stages", opts.stages or 10, 2)
   local chunk = util.count("copy", "chunk", opts.chunk or 4096, 2)
   local lag = util.count("copy", "store_lag", opts.store_lag or 1, 2, true)
@@ -55,7 +55,8 @@ function M.bulk_kernel(opts)
   -- the data ring is dynamic shared memory; the kernel's barriers are static, one per stage
   local r = ring.plan{ where = "copy", stages = stages, stage_bytes = chunk, align = 16 }
   ring.fit(r, limits.smem_optin, "copy", "stages * chunk", stages * ring.BARRIER_BYTES)
-  local mod = program.new{ file = "copy_bulk.cu", defines = { STAGES = stages, CHUNK = chunk, STORE_LAG = lag } }:compile()
+  local mod = program.new{ file = "copy_bulk.cu", defines = { STAGES = stages, CHUNK = chunk, STORE_LAG = lag },
+                           watchdog = opts.watchdog }:compile()
   return setmetatable({ module = mod, stages = stages, chunk = chunk, smem = stages * chunk,
                         inflight = inflight }, Bulk)
 end

@@ -6,8 +6,9 @@
 --     explore = "random", seed = 7, runs = 200,        -- or explore = "exhaustive", bound = 5000
 --     async = { pieces = 2 },                          -- a bulk copy lands in up to 2 parts
 --   }
---   r.ok, r.kind ("deadlock" | "tx_overflow" | "over_arrival" | "parity_aliasing" | "error" |
---   "step_limit"), r.message, r.role, r.barrier, r.timeline[role], r.barriers[name], r:report()
+--   r.ok, r.kind ("deadlock" | "tx_overflow" | "over_arrival" | "parity_aliasing" |
+--   "early_completion" (a copy landed after its phase completed: armed with too few bytes) |
+--   "error" | "step_limit"), r.message, r.role, r.barrier, r.timeline[role], r.barriers[name], r:report()
 -- Inside a role, t is the role's handle: t.bar.full[0] (arrays count from 0, as on the device),
 -- t:arrive(b[, n[, phase]]) t:arrive_drop(b[, n]) t:expect_tx(b, bytes) t:complete_tx(b, bytes)
 -- t:arrive_expect_tx(b, bytes[, n]) t:bulk(bytes, b) (lands later) t:wait_parity(b, parity[, phase])
@@ -201,7 +202,7 @@ local function perform(run, role, a)
     for p = parts, 1, -1 do
       local piece = p == 1 and left or math.floor(left / p / 16) * 16
       if piece > 0 then
-        run.inflight[#run.inflight + 1] = { bytes = piece, b = b, from = name, id = run.steps }
+        run.inflight[#run.inflight + 1] = { bytes = piece, b = b, from = name, id = run.steps, phase = b.phase }
         left = left - piece
       end
     end
@@ -366,6 +367,10 @@ local function one_run(spec, choose)
         end
         local b = pick.b
         local before = b:state()
+        if b.phase ~= pick.phase then
+          fault("early_completion", pick.from, b.name, ("a copy of %d bytes that %s issued in phase %d of %s landed in phase %d: the phase completed before all its bytes arrived (it was armed with fewer bytes than its copies bring; its consumers read a stage still being written)"):format(
+                pick.bytes, pick.from, pick.phase, b.name, b.phase))
+        end
         check_tx("the copy of " .. pick.from, b, ("complete_tx(%d)"):format(pick.bytes), -pick.bytes)
         b:complete_tx(pick.bytes)
         local owner = nil
