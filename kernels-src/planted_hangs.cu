@@ -2,7 +2,10 @@
 // planted (HANG), for the watchdog specs. Each hangs at a known barrier, stage and iteration:
 //   1  bytes armed != bytes delivered: full armed with tx_bytes + TX_DELTA  -> consumers, full[0]
 //   2  an arrival missing: consumer warp 3 never releases             -> producer, empty[0], iteration stages
-//   3  a wait on the wrong parity: the producer flips it at iteration stages -> producer, empty[0]
+//   3  a wait on the wrong parity: the producer starts on phase 0 (the consumer's) -> producer, empty[0],
+//      iteration 0 (its consumers start 100 us late, so that the producer's is the earliest wait). A
+//      parity flipped later would not hang: the wait would pass early and the producer would arm a
+//      stage twice, an over-arrival the hardware answers with a launch failure.
 //   4  the producer leaves after LEAVE_AT tiles                          -> consumers, full[LEAVE_AT % stages]
 //   0  no fault (the same kernel runs and verifies).
 #include <cuasync/pipelines/hang.cuh>
@@ -27,18 +30,19 @@ extern "C" __global__ void __launch_bounds__(Plan::block) planted(const __grid_c
     pipe.init();
     const unsigned n = blockIdx.x < tiles ? (tiles - blockIdx.x + gridDim.x - 1) / gridDim.x : 0u;
     if (pipe.is_producer_thread()) {
+#if HANG == 3
+        auto st = pipe.consumer_start();
+#else
         auto st = pipe.producer_start();
+#endif
         for (unsigned i = 0; i < n; ++i, st.advance()) {
             const unsigned t = blockIdx.x + i * gridDim.x;
 #if HANG == 4
             if (i == LEAVE_AT) break;
 #endif
-#if HANG == 3
-            if (i == (unsigned)Plan::stages) st.phase ^= 1u;
-#endif
             pipe.producer_acquire(st);
 #if HANG == 1
-            cuasync::mbarrier::arrive_expect_tx(pipe.full_barrier(st), Plan::tx_bytes + TX_DELTA);
+            pipe.producer_expect_bytes(st, Plan::tx_bytes + TX_DELTA);
 #else
             pipe.producer_expect(st);
 #endif
@@ -48,6 +52,9 @@ extern "C" __global__ void __launch_bounds__(Plan::block) planted(const __grid_c
     } else if (pipe.is_consumer()) {
         auto st = pipe.consumer_start();
         const unsigned row4 = BOX_X / 4;
+#if HANG == 3
+        cuasync::watchdog::pause_ns(100000);
+#endif
         for (unsigned i = 0; i < n; ++i, st.advance()) {
             const unsigned t = blockIdx.x + i * gridDim.x;
             pipe.consumer_wait(st);

@@ -21,6 +21,7 @@
     X(cuCtxSetCurrent, 4000, CUresult, (CUcontext ctx)) \
     X(cuCtxSynchronize, 2000, CUresult, (void)) \
     X(cuDevicePrimaryCtxReset, 11000, CUresult, (CUdevice dev)) \
+    X(cuDevicePrimaryCtxRelease, 11000, CUresult, (CUdevice dev)) \
     X(cuMemAlloc, 3020, CUresult, (CUdeviceptr *dptr, size_t bytes)) \
     X(cuMemFree, 3020, CUresult, (CUdeviceptr dptr)) \
     X(cuMemAllocHost, 3020, CUresult, (void **pp, size_t bytes)) \

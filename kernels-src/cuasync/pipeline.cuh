@@ -157,6 +157,9 @@ struct pipeline {
                 mbarrier::init(full(s), Config::full_count);
                 mbarrier::init(empty(s), Config::empty_count);
             }
+#ifdef CUASYNC_WATCHDOG
+            for (int s = 0; s <= Config::stages; ++s) progress()[s] = 0u;
+#endif
 #if __CUDA_ARCH__ >= 900
             mbarrier::fence_init();
 #endif
@@ -170,10 +173,27 @@ struct pipeline {
     __device__ static state producer_start() { return state::producer_start(); }
     __device__ static state consumer_start() { return state::consumer_start(); }
 
+#ifdef CUASYNC_WATCHDOG
+    // With the watchdog: progress words in static shared memory, for the post-mortem. [s]: the
+    // arrivals empty[s] has received (consumers count their own and their peers' releases);
+    // [stages]: the stages the producer has armed.
+    __device__ static unsigned *progress()
+    {
+        __shared__ unsigned words[Config::stages + 1];
+        return words;
+    }
+#endif
+
     // What the watchdog records for a wait of this pipeline (role 1 producer, 2 consumer).
     __device__ watchdog::site site(mbarrier_t *bar, const state &st, unsigned role) const
     {
-        return watchdog::site{ smem_addr(bar), st.phase, smem_addr(base), (unsigned)st.index, role, st.iteration };
+#ifdef CUASYNC_WATCHDOG
+        const unsigned words = smem_addr(progress());
+#else
+        const unsigned words = 0u;
+#endif
+        return watchdog::site{ smem_addr(bar), st.phase, smem_addr(base), (unsigned)st.index, role, st.iteration,
+                               words, (unsigned)Config::stages };
     }
 
     // Producer thread: wait until the stage at st is free (its consumers, in every block whose
@@ -185,7 +205,17 @@ struct pipeline {
 
 #if __CUDA_ARCH__ >= 900
     // Producer thread: arm full with the plan's tx bytes (one arrival); then issue the copies.
-    __device__ void producer_expect(const state &st) const { mbarrier::arrive_expect_tx(full(st.index), Config::tx_bytes); }
+    __device__ void producer_expect(const state &st) const { producer_expect_bytes(st, Config::tx_bytes); }
+
+    // The same with another byte count, for a stage whose loads differ from the plan's (a last
+    // partial tile loaded with a smaller map). Prefer producer_expect: the plan's count is derived.
+    __device__ void producer_expect_bytes(const state &st, unsigned bytes) const
+    {
+        mbarrier::arrive_expect_tx(full(st.index), bytes);
+#ifdef CUASYNC_WATCHDOG
+        progress()[Config::stages] = st.iteration + 1u;
+#endif
+    }
 
     // Producer thread, in a cluster kernel, after its last tile: wait for the releases of the
     // last `stages` tiles, so that no peer still signals this block's barriers after it exits.
@@ -231,9 +261,17 @@ struct pipeline {
 #if __CUDA_ARCH__ >= 900
         if (Config::peer_count > 1) {
             for (unsigned r = 0; r < Config::cluster_size; ++r)
-                if (is_peer(r)) mbarrier::arrive_cluster(empty(st.index), r);
+                if (is_peer(r)) {
+#ifdef CUASYNC_WATCHDOG
+                    cluster::red_add_u32(cluster::map_shared_addr(progress() + st.index, r), 1u);
+#endif
+                    mbarrier::arrive_cluster(empty(st.index), r);
+                }
             return;
         }
+#endif
+#ifdef CUASYNC_WATCHDOG
+        atomicAdd(progress() + st.index, 1u);
 #endif
         mbarrier::arrive(empty(st.index));
     }

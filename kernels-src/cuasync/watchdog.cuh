@@ -23,6 +23,9 @@ struct site {
     unsigned stage;
     unsigned role;        // 0 none, 1 producer, 2 consumer
     unsigned iteration;   // the pipeline iteration (advances since the role's start)
+    unsigned progress;    // shared address of the pipeline's progress words (0: none): one count
+                          // of arrivals received per empty barrier, then the stages armed
+    unsigned stages;
 };
 
 // mov.u64 t, %globaltimer;                                            // PTX ISA 3.1, sm_30
@@ -62,7 +65,10 @@ struct record {
     unsigned cluster_rank;
     unsigned warp, lane;
     unsigned bar, parity, base, stage, role, iteration;
-    unsigned long long raw;        // the barrier's 64-bit word when the wait gave up
+    unsigned phase_parity;   // the barrier's current phase parity (test_wait.parity), 2: unknown
+    unsigned received;       // arrivals this stage's empty barrier has received (0xFFFFFFFF: none kept)
+    unsigned armed;          // stages the producer has armed (0xFFFFFFFF: none kept)
+    unsigned pad_;
     unsigned long long waited_ns;
     unsigned long long timeout_ns;
 };
@@ -102,8 +108,9 @@ __device__ __noinline__ void give_up(site s, unsigned long long t0, unsigned lon
     const unsigned long long until = t0 + (unsigned long long)(CUASYNC_WATCHDOG_NS) +
                                      (unsigned long long)(CUASYNC_WATCHDOG_NS) / 64u;
     while (now() < until && !aborted()) __nanosleep(1000);
-    if (*(volatile unsigned long long *)&cuasync_watchdog_first == key &&
-        atomicCAS(&cuasync_watchdog_claim, 0u, 1u) == 0u) {
+    const bool writer = *(volatile unsigned long long *)&cuasync_watchdog_first == key &&
+                        atomicCAS(&cuasync_watchdog_claim, 0u, 1u) == 0u;
+    if (writer) {
         record *r = cuasync_watchdog_record;
         if (r) {
             unsigned rank = 0, lane;
@@ -111,8 +118,20 @@ __device__ __noinline__ void give_up(site s, unsigned long long t0, unsigned lon
             asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
 #endif
             asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
-            unsigned long long raw = 0;
-            if (s.bar) asm volatile("ld.volatile.shared.b64 %0, [%1];" : "=l"(raw) : "r"(s.bar));
+            // the barrier's own word is not readable (the SM keeps live mbarrier state elsewhere:
+            // measured on the H200): its phase parity is, through test_wait.parity
+            unsigned parity_now = 2u;
+            if (s.bar) {
+                unsigned done0;
+                asm volatile("{\n\t.reg .pred p;\n\tmbarrier.test_wait.parity.shared::cta.b64 p, [%1], 0;\n\t"
+                             "selp.u32 %0, 1, 0, p;\n\t}" : "=r"(done0) : "r"(s.bar) : "memory");
+                parity_now = done0 ? 1u : 0u;   // parity 0 complete: the current phase is odd
+            }
+            unsigned received = 0xFFFFFFFFu, armed = 0xFFFFFFFFu;
+            if (s.progress) {
+                asm volatile("ld.volatile.shared.u32 %0, [%1];" : "=r"(received) : "r"(s.progress + 4u * s.stage));
+                asm volatile("ld.volatile.shared.u32 %0, [%1];" : "=r"(armed) : "r"(s.progress + 4u * s.stages));
+            }
             volatile record *v = r;
             v->module = cuasync_watchdog_module;
             v->block[0] = blockIdx.x; v->block[1] = blockIdx.y; v->block[2] = blockIdx.z;
@@ -121,7 +140,9 @@ __device__ __noinline__ void give_up(site s, unsigned long long t0, unsigned lon
             v->lane = lane;
             v->bar = s.bar; v->parity = s.parity; v->base = s.base; v->stage = s.stage; v->role = s.role;
             v->iteration = s.iteration;
-            v->raw = raw;
+            v->phase_parity = parity_now;
+            v->received = received;
+            v->armed = armed;
             v->waited_ns = waited;
             v->timeout_ns = (unsigned long long)(CUASYNC_WATCHDOG_NS);
             __threadfence_system();
@@ -132,7 +153,7 @@ __device__ __noinline__ void give_up(site s, unsigned long long t0, unsigned lon
     atomicExch(&cuasync_watchdog_abort, 1u);
     __threadfence();
 #ifdef CUASYNC_WATCHDOG_TRAP
-    __trap();
+    if (writer) __trap();   // only once the post-mortem is out; the others leave quietly
 #endif
     leave();
 }
@@ -174,7 +195,7 @@ __device__ __forceinline__ void spin_until(Done done, const site &s)
 template <typename Done>
 __device__ __forceinline__ void spin_until(Done done)
 {
-    spin_until(done, site{ 0u, 0u, 0u, 0u, 0u, 0u });
+    spin_until(done, site{ 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u });
 }
 
 // spin_until for a test that does not suspend (mbarrier.test_wait below sm_90): a short sleep

@@ -86,16 +86,23 @@ function M.synchronize(what)
   device.current():synchronize(what)
 end
 
--- Reset the current device's primary context (a lost context, after a trap or an illegal
--- address, works again). Every buffer, module view, stream and event made before it is marked
--- dead and refuses use; kernels must be taken again from their module (modules reload).
+-- Reset the current device's primary context: everything in it is freed and a new one is made
+-- current. Every buffer, module view, stream and event made before it is marked dead and refuses
+-- use; kernels must be taken again from their module (modules reload on first use). After a
+-- sticky error (a trap, an illegal address) the driver makes no new context in this process
+-- (measured on the H200, driver 580): reset() still marks everything dead and then says so.
 function M.reset()
   local dev = device.peek()
   if not dev then util.fail("reset", "no device is open") end
-  native.check(C.cuasync_device_reset(dev.ordinal, errbuf, ERRLEN))
+  local rc = C.cuasync_device_reset(dev.ordinal, errbuf, ERRLEN)
   native.state.generation = native.state.generation + 1
   require("cuasync.handle").forget_all("was lost with cuasync.reset()")
   require("cuasync.watchdog").forget_all()
+  if rc ~= 0 then
+    local _, err = pcall(native.check, rc)
+    util.fail("reset", ("the driver made no new context for device %d after the reset (%s): after a sticky error only a new process uses the GPU again; run kernels that may fault under cuasync.isolate"):format(
+      dev.ordinal, tostring(err):gsub(";.*$", "")))
+  end
 end
 
 M.is_hang = function(e) return require("cuasync.watchdog").is_hang(e) end

@@ -73,7 +73,7 @@ function M.driver_error(message, status)
   local code = ffi.string(C.cuasync_cu_error_name(status))
   local sticky = M.STICKY[code] == true
   if sticky then
-    message = message .. "; the CUDA context is lost: every later call on this device fails the same way until cuasync.reset() (which also ends every buffer, module, stream and event made before it)"
+    message = message .. "; the CUDA context is lost: every later call on this device in this process fails the same way (the driver makes no new context after it either: only a new process uses the GPU again; cuasync.isolate runs code in one)"
   end
   return setmetatable({ message = message, status = status, code = code, sticky = sticky,
                         where = require("cuasync.util").user_where() }, DriverError_mt)

@@ -20,7 +20,8 @@ typedef struct cuasync_watchdog_record {
     unsigned block[3];
     unsigned cluster_rank, warp, lane;
     unsigned bar, parity, base, stage, role, iteration;
-    unsigned long long raw, waited_ns, timeout_ns;
+    unsigned phase_parity, received, armed, pad_;
+    unsigned long long waited_ns, timeout_ns;
 } cuasync_watchdog_record;
 ]]
 
@@ -146,11 +147,7 @@ local function barrier_name(plan, r)
   end
 end
 
-local function decode(raw)
-  local hi = tonumber(bit.rshift(raw, 32))
-  local lo = tonumber(bit.band(raw, 0xFFFFFFFFULL))
-  return mbarrier.decode(hi, lo)
-end
+local NONE = 0xFFFFFFFF
 
 -- Build the error from a written record. `mod` may be gone (nil).
 function M.error_from(r, mod, rc_ok)
@@ -158,12 +155,13 @@ function M.error_from(r, mod, rc_ok)
   local e = {
     kind = "hang", kernel = mod and mod.watch and mod.watch.last or "?", module = mod and mod.name,
     block = { r.block[0], r.block[1], r.block[2] }, cluster_rank = r.cluster_rank, warp = r.warp, lane = r.lane,
-    role = M.ROLES[r.role], stage = r.base ~= 0 and r.stage or nil, parity = r.parity ~= 0xFFFFFFFF and r.parity or nil,
-    iteration = r.base ~= 0 and r.iteration or nil, address = r.bar, raw = r.raw,
+    role = M.ROLES[r.role], stage = r.base ~= 0 and r.stage or nil, parity = r.parity ~= NONE and r.parity or nil,
+    iteration = r.base ~= 0 and r.iteration or nil, address = r.bar,
+    phase_parity = r.phase_parity < 2 and r.phase_parity or nil,
+    received = r.received ~= NONE and r.received or nil, armed_stages = r.armed ~= NONE and r.armed or nil,
     waited_ms = tonumber(r.waited_ns) / 1e6, timeout_ms = tonumber(r.timeout_ns) / 1e6,
     pipeline = plan and plan.name or nil, plan = plan, context_ok = rc_ok, sticky = not rc_ok,
   }
-  e.state = r.bar ~= 0 and decode(r.raw) or nil
   local name, which = barrier_name(plan, r)
   e.barrier, e.which = name or (r.bar ~= 0 and ("the mbarrier at shared 0x%x"):format(r.bar) or "a bounded wait"), which
   if which == "full" then e.armed = plan.tx_bytes end
@@ -177,62 +175,80 @@ function M.error_from(r, mod, rc_ok)
     parts[#parts + 1] = (" (parity %d)"):format(e.parity)
   end
   if e.armed then parts[#parts + 1] = ("; %d bytes armed for the stage"):format(e.armed) end
-  if e.state then
-    parts[#parts + 1] = ("; the barrier: phase parity %d, %d of %d arrivals pending, tx-count %d"):format(
-      e.state.parity, e.state.pending, e.state.expected, e.state.tx)
-  end
+  local p = M.progress(e)
+  if p then parts[#parts + 1] = "; " .. p.text end
   if not rc_ok then
-    parts[#parts + 1] = "; the CUDA context is lost (watchdog action \"trap\"): cuasync.reset() makes a new one"
+    parts[#parts + 1] = "; the CUDA context is lost (watchdog action \"trap\"): start a new process to use the GPU again"
   end
   e.message = table.concat(parts)
   return setmetatable(e, Hang_mt)
 end
 
--- The likely cause, from the recorded barrier state replayed in the CPU mbarrier model and, when
--- the kernel was built from a cuasync.pipeline, from its plan.
+-- What the pipeline's progress words say about the waited phase, or nil:
+-- { phase = the phase waited for, got = arrivals it received, need = arrivals it needs (empty), or
+--   armed = whether the producer armed it (full), text }.
+function M.progress(e)
+  local plan = e.plan
+  if not (plan and e.which and e.iteration) then return nil end
+  local pass = math.floor(e.iteration / plan.stages)
+  if e.which == "empty" and e.received and pass >= 1 then
+    local phase, need = pass - 1, plan.empty_count
+    local got = e.received - phase * need
+    return { phase = phase, got = got, need = need,
+             text = ("%s has received %d of the %d arrivals of phase %d"):format(e.barrier, math.max(0, got), need, phase) }
+  elseif e.which == "full" and e.armed_stages then
+    local armed = e.armed_stages > e.iteration
+    return { phase = pass, armed = armed,
+             text = armed and ("the producer armed iteration %d (%d armed in all)"):format(e.iteration, e.armed_stages)
+                    or ("the producer armed %d iterations, not iteration %d"):format(e.armed_stages, e.iteration) }
+  end
+end
+
+-- The likely cause: the progress the pipeline recorded, replayed in the CPU mbarrier model
+-- (the arrivals and stages the barrier received), and the plan's parity rule.
 function Hang:explain()
-  local s, plan = self.state, self.plan
+  local plan = self.plan
   local out = { tostring(self) }
-  if not s then
-    out[#out + 1] = "no barrier state was recorded (the wait was not on an mbarrier)"
-    return table.concat(out, "\n")
-  end
-  -- replay: a model barrier in the recorded state; the wait's parity must still be incomplete
-  local mb = mbarrier.new(math.max(1, s.expected), self.barrier)
-  mb.pending, mb.tx, mb.phase = s.pending, s.tx, s.parity
-  local done = self.parity and mb:test_wait_parity(self.parity)
-  out[#out + 1] = ("replayed in the CPU model: %s; test_wait.parity(%s) = %s"):format(mb:state(),
-    tostring(self.parity), tostring(done))
+  local p = M.progress(self)
   local causes = {}
-  if done then
-    causes[#causes + 1] = "the recorded state completes this wait: the phase completed just as the wait gave up (a timeout close to the kernel's real run time: raise timeout_ms)"
-  end
   if plan and self.role and self.iteration then
     local pass = math.floor(self.iteration / plan.stages)
     local want = self.role == "consumer" and pass % 2 or (pass + 1) % 2
     if self.parity ~= want then
-      causes[#causes + 1] = ("a parity off by one: the %s's iteration %d (pass %d of the %d-stage ring) waits for parity %d, but %s"):format(
-        self.role, self.iteration, pass, plan.stages, want, ("this wait asked for parity %d"):format(self.parity))
+      causes[#causes + 1] = ("a parity off by one: the %s's iteration %d (pass %d of the %d-stage ring) waits for parity %d, but this wait asked for parity %d"):format(
+        self.role, self.iteration, pass, plan.stages, want, self.parity)
     end
   end
-  if s.pending == 0 and s.tx > 0 then
-    causes[#causes + 1] = ("bytes armed ≠ bytes the loads bring: every arrival is in but the phase still expects %d bytes no copy will deliver%s"):format(
-      s.tx, plan and self.which == "full" and (" (the plan's loads bring %d per stage; %d were armed)"):format(plan.tx_bytes, plan.tx_bytes + s.tx) or "")
-  elseif s.pending == 0 and s.tx < 0 then
-    causes[#causes + 1] = ("bytes armed ≠ bytes the loads bring: the copies brought %d bytes more than the phase was armed with%s"):format(
-      -s.tx, plan and self.which == "full" and (" (the plan's loads bring %d per stage; %d were armed)"):format(plan.tx_bytes, plan.tx_bytes + s.tx) or "")
-  elseif s.pending > 0 and s.pending < s.expected then
-    causes[#causes + 1] = ("an arrival missing: %d of %d arrivals came in this phase, %d never did%s"):format(
-      s.expected - s.pending, s.expected, s.pending,
-      self.which == "empty" and " (a consumer warp that does not release the stage, or a peer block that does not arrive remotely)" or "")
-  elseif s.pending == s.expected and s.tx == 0 then
-    causes[#causes + 1] = self.which == "full"
-      and "nothing arrived in this phase: the producer never armed the stage (it left its loop early, or is itself blocked)"
-      or ("nothing arrived in this phase: %s"):format(self.which == "empty"
-        and "no consumer released the stage (they are blocked, or the producer waits for a phase that will not come)"
-        or "whoever should arrive never did")
+  if p and self.which == "empty" then
+    local mb = mbarrier.new(p.need, self.barrier)
+    local left = self.received
+    while left > 0 do
+      local n = math.min(left, mb.pending)
+      mb:arrive(n)
+      left = left - n
+    end
+    out[#out + 1] = ("replayed in the CPU model: %d arrivals on %s (count %d) leave it at %s; test_wait.parity(%d) = %s"):format(
+      self.received, self.barrier, p.need, mb:state(), self.parity, tostring(mb:test_wait_parity(self.parity)))
+    if p.got < p.need then
+      causes[#causes + 1] = ("an arrival missing: %d of %d arrivals came in phase %d, %d never did (a consumer warp that does not release the stage, or a peer block that does not arrive remotely)"):format(
+        math.max(0, p.got), p.need, p.phase, p.need - math.max(0, p.got))
+    end
+  elseif p and self.which == "full" then
+    local mb = mbarrier.new(plan.full_count, self.barrier)
+    for _ = 1, p.phase do mb:arrive_expect_tx(plan.tx_bytes); mb:complete_tx(plan.tx_bytes) end
+    if p.armed then mb:arrive_expect_tx(plan.tx_bytes) end
+    out[#out + 1] = ("replayed in the CPU model: %d phases filled%s leave %s at %s; test_wait.parity(%d) = %s"):format(
+      p.phase, p.armed and ", then this one armed and its copies not all counted" or "", self.barrier, mb:state(),
+      self.parity, tostring(mb:test_wait_parity(self.parity)))
+    if p.armed then
+      causes[#causes + 1] = ("bytes armed ≠ bytes the loads bring: the producer armed iteration %d but the phase never completed, so its tx-count never came back to 0 (the plan's loads bring %d bytes per stage: a copy missing, or a byte count that differs from the loads)"):format(
+        self.iteration, plan.tx_bytes)
+    else
+      causes[#causes + 1] = ("the producer never armed iteration %d (it armed %d): it left its loop early, or is itself blocked"):format(
+        self.iteration, self.armed_stages)
+    end
   end
-  if #causes == 0 then causes[1] = "no single cause stands out in the recorded state" end
+  if #causes == 0 then causes[1] = "no single cause stands out in what was recorded" end
   out[#out + 1] = "likely cause: " .. table.concat(causes, "; and ")
   return table.concat(out, "\n")
 end

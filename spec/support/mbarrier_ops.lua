@@ -73,8 +73,7 @@ function M.predict(count, ops)
     for j, tok in ipairs(tokens) do
       if mb:test_wait(tok) then w = w + 2 ^ (j + 1) end
     end
-    out[k] = { word = w, pending = pend, state = mb:state(), phase = mb.phase, pending_now = mb.pending,
-               expected = mb.expected, tx = mb.tx }
+    out[k] = { word = w, pending = pend, state = mb:state() }
   end
   return out
 end

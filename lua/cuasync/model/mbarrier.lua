@@ -187,29 +187,5 @@ function Barrier:__tostring()
   return ("%s (%s)"):format(self.name, self:state())
 end
 
--- The 64-bit barrier word as the H200 (sm_90) lays it out — undocumented, measured: the mbarrier
--- differential (spec/mbarrier_model_spec.lua) checks this decoding on every state it visits.
---   bit 63: phase parity; bits 43..62: -pending (20 bits); bits 21..41: -tx (21-bit two's
---   complement); bits 1..20: -expected (20 bits).
--- decode(hi, lo) takes the word as two 32-bit halves -> { parity, pending, expected, tx }.
-local B20 = 2 ^ 20
-function M.decode(hi, lo)
-  local band, rshift, lshift = bit.band, bit.rshift, bit.lshift
-  local expected = (B20 - band(rshift(lo, 1), 0xFFFFF)) % B20
-  local pending = (B20 - band(rshift(hi, 11), 0xFFFFF)) % B20
-  local txf = band(rshift(lo, 21), 0x7FF) + band(hi, 0x3FF) * 2048
-  if txf >= B20 then txf = txf - 2 * B20 end
-  return { parity = rshift(hi, 31), pending = pending, expected = expected, tx = -txf }
-end
-
--- The inverse of decode (bits 0 and 42, never seen set, are 0): hi, lo as unsigned 32-bit numbers.
-function M.encode(parity, pending, expected, tx)
-  local bor, lshift, band, rshift = bit.bor, bit.lshift, bit.band, bit.rshift
-  local txf = (-tx) % (2 * B20)
-  local lo = bor(lshift((B20 - expected) % B20, 1), lshift(band(txf, 0x7FF), 21))
-  local hi = bor(band(rshift(txf, 11), 0x3FF), lshift((B20 - pending) % B20, 11), lshift(parity, 31))
-  return hi % 2 ^ 32, lo % 2 ^ 32
-end
-
 M.Barrier, M.Token = Barrier, Token
 return setmetatable(M, { __call = function(_, count, name) return M.new(count, name) end })
