@@ -73,7 +73,7 @@ local TARGETS = {
   { "alloc", function() return cuasync.alloc(value()) end },
   { "host_alloc", function() return cuasync.host_alloc(value()) end },
   { "program", function() return cuasync.program(R(3) == 1 and value() or record({ "source", "file", "name", "defines",
-      "options", "headers", "expressions", "arch" })) end },
+      "options", "headers", "expressions", "arch", "watchdog" })) end },
   { "program:compile", function()
       if compiles >= 12 then return end
       compiles = compiles + 1
@@ -127,6 +127,7 @@ local TARGETS = {
       local m = ({ "layout", "explain", "header", "defines", "check", "launch_config", "program" })[R(7)]
       return plan[m](plan, value())
     end },
+  { "stream:synchronize", function() return cuasync.stream():synchronize(value()) end },
   { "model.run", function() return cuasync.model.run(R(4) == 1 and value() or record({ "barriers", "roles", "explore",
       "seed", "runs", "bound", "async", "max_steps" })) end },
 }
