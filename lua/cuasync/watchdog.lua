@@ -82,8 +82,9 @@ end
 
 -- -- Records -----------------------------------------------------------------------------------
 
--- id -> { record, host (pointer to free), module (weak), generation, abort, claim, last }
-local watched = {}
+-- id -> { record, host (pointer to free), generation, abort/claim/first (device addresses), last }.
+-- Weak: the module holds its entry (mod.watch), and freeing the entry frees the record.
+local watched = setmetatable({}, { __mode = "v" })
 local next_id = 0
 local modules = setmetatable({}, { __mode = "v" })
 
@@ -96,12 +97,19 @@ function M.attach(mod)
   local rec = ffi.cast("cuasync_watchdog_record *", host[0])
   ffi.fill(rec, ffi.sizeof("cuasync_watchdog_record"))
   local w = { id = id, record = rec, host = host[0], generation = native.state.generation, program = mod.program }
-  w.abort = mod:global("cuasync_watchdog_abort")
-  w.claim = mod:global("cuasync_watchdog_claim")
-  w.first = mod:global("cuasync_watchdog_first")
-  local ptr = ffi.new("uint64_t[1]", dev[0])
-  mod:global("cuasync_watchdog_record"):upload(ptr, 8)
-  mod:global("cuasync_watchdog_module"):upload(ffi.new("uint32_t[1]", id), 4)
+  -- the words a hang leaves raised, cleared after its record is read (addresses, not views: a
+  -- view would keep the module alive)
+  local function global(name)
+    local v = mod:global(name)
+    local address, bytes = v.ptr, tonumber(v.nbytes)
+    return v, address, bytes
+  end
+  local v
+  v, w.abort = global("cuasync_watchdog_abort"); v:close()
+  v, w.claim = global("cuasync_watchdog_claim"); v:close()
+  v, w.first = global("cuasync_watchdog_first"); v:close()
+  v = mod:global("cuasync_watchdog_record"); v:upload(ffi.new("uint64_t[1]", dev[0]), 8); v:close()
+  v = mod:global("cuasync_watchdog_module"); v:upload(ffi.new("uint32_t[1]", id), 4); v:close()
   -- the record goes with the module (freed when the module object is collected or unloaded)
   w.guard = ffi.gc(ffi.new("char[1]"), function()
     if w.host and w.generation == native.state.generation then C.cuasync_mem_free_host(w.host, errbuf, ERRLEN) end
@@ -255,9 +263,6 @@ end
 
 -- -- Reading the records -----------------------------------------------------------------------
 
--- Note that module `mod`'s kernel `name` was launched (its name goes into the message).
-function M.launched(w, name) w.last = name end
-
 -- After a synchronize that returned rc: a written record raises the Hang (and is cleared so
 -- the module can launch again); else a failed rc raises its driver error.
 function M.check(rc)
@@ -267,9 +272,9 @@ function M.check(rc)
       local err = M.error_from(w.record, mod, rc == 0)
       ffi.fill(w.record, ffi.sizeof("cuasync_watchdog_record"))
       if rc == 0 then
-        w.abort:fill(0)
-        w.claim:fill(0)
-        w.first:fill(0)
+        native.check(C.cuasync_mem_set8(w.abort, 0, 4, errbuf, ERRLEN))
+        native.check(C.cuasync_mem_set8(w.claim, 0, 4, errbuf, ERRLEN))
+        native.check(C.cuasync_mem_set8(w.first, 0, 8, errbuf, ERRLEN))
       end
       error(err, 0)
     end
