@@ -54,17 +54,23 @@ M.STICKY = {
 -- CUDA_ERROR_OUT_OF_MEMORY (out of memory) while ..."); err.code is the driver's error name,
 -- err.status its number, err.sticky whether the context is lost, err.where the user's line.
 -- String methods work on it (err:find, err:match) through its message.
+-- The metatable of an error object: fields and methods from `proto`, tostring() its message,
+-- and string methods working on the message (the watchdog's Hang errors share it).
+function M.error_type(proto)
+  return {
+    __index = function(_, k)
+      local v = proto[k]
+      if v ~= nil then return v end
+      local f = string[k]
+      if f then return function(self, ...) return f(self.message, ...) end end
+    end,
+    __tostring = function(e) return e.message end,
+    __concat = function(a, b) return tostring(a) .. tostring(b) end,
+  }
+end
+
 local DriverError = { kind = "driver" }
-local DriverError_mt = {
-  __index = function(_, k)
-    local v = DriverError[k]
-    if v ~= nil then return v end
-    local f = string[k]
-    if f then return function(self, ...) return f(self.message, ...) end end
-  end,
-  __tostring = function(e) return e.message end,
-  __concat = function(a, b) return tostring(a) .. tostring(b) end,
-}
+local DriverError_mt = M.error_type(DriverError)
 M.DriverError = DriverError
 
 function M.is_driver_error(e) return getmetatable(e) == DriverError_mt end

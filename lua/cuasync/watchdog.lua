@@ -130,16 +130,7 @@ end
 -- -- The error object --------------------------------------------------------------------------
 
 local Hang = { kind = "hang" }
-local Hang_mt = {
-  __index = function(_, k)
-    local v = Hang[k]
-    if v ~= nil then return v end
-    local f = string[k]
-    if f then return function(self, ...) return f(tostring(self), ...) end end
-  end,
-  __tostring = function(e) return e.message end,
-  __concat = function(a, b) return tostring(a) .. tostring(b) end,
-}
+local Hang_mt = native.error_type(Hang)
 
 function M.is_hang(e) return getmetatable(e) == Hang_mt end
 
