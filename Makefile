@@ -5,7 +5,8 @@
 #   LIBFLAG               how to link a shared library (LuaRocks' variable)
 #   LUA                   the LuaJIT interpreter (default: luajit)
 #   BUSTED                busted run under LuaJIT (default: luajit `command -v busted`)
-#   PREFIX, LUADIR, LIBDIR   where `make install` puts the Lua modules + kernels and the library
+#   PREFIX, LUADIR, LIBDIR, BINDIR   where `make install` puts the Lua modules + kernels, the
+#                         library and the `cuasync` command
 #   CUDA_HOME             toolkit whose NVRTC and headers are used (default /usr/local/cuda)
 #   CUASYNC_REQUIRE_GPU=1 make `make test` fail instead of skipping GPU specs when no GPU is found
 #   make asan             native/ built with ASan + UBSan (build/asan/), the CPU specs run against it
@@ -23,6 +24,7 @@ BUSTED ?= $(LUA) $(shell command -v busted 2>/dev/null || echo busted)
 PREFIX ?= /usr/local
 LUADIR ?= $(PREFIX)/share/lua/5.1
 LIBDIR ?= $(PREFIX)/lib/lua/5.1
+BINDIR ?= $(PREFIX)/bin
 
 SRC := $(wildcard native/*.c)
 OBJ := $(patsubst native/%.c,build/obj/%.o,$(SRC))
@@ -34,6 +36,13 @@ all: $(LIB)
 
 build/obj/%.o: native/%.c $(wildcard native/*.h) | build/obj
 	$(CC) $(WARN) $(CFLAGS) -fPIC -fvisibility=default -c $< -o $@
+
+# NVTX 3 is header-only (it dlopens a profiler's injection library itself): used where the
+# toolkit's headers are; without them cuasync_nvtx_available() says 0.
+CUDA_HOME ?= /usr/local/cuda
+NVTX_FLAGS := $(if $(wildcard $(CUDA_HOME)/include/nvtx3/nvToolsExt.h),-isystem $(CUDA_HOME)/include -DCUASYNC_HAVE_NVTX)
+build/obj/cuasync_nvtx.o: native/cuasync_nvtx.c native/cuasync_nvtx.h | build/obj
+	$(CC) $(WARN) $(CFLAGS) $(NVTX_FLAGS) -fPIC -fvisibility=default -c $< -o $@
 
 build/obj:
 	mkdir -p $@
@@ -50,8 +59,10 @@ test: deps all
 	$(BUSTED) -o TAP spec | tee build/test.tap || rc=$$?; \
 	awk -f .ci/tap-summary.awk build/test.tap; exit $$rc
 
+# The main job: the pipeline-depth sweep of the flagship pipeline kernel (24 variants); its table,
+# chart, CSV, JSON and plot go to build/.
 run: deps all
-	$(LUA) examples/tma_copy.lua --stages 2,4,8,10 --chunk 4096,16384
+	$(LUA) examples/pipeline_tma.lua --out build
 
 # ASan + UBSan: LuaJIT itself is not instrumented, so the runtime is preloaded; leaks are not
 # checked (LuaJIT frees its arenas at exit in ways LSan reports). GPU specs are excluded (the
@@ -60,7 +71,7 @@ ASAN_LIB := build/asan/libcuasync.so
 ASAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined -g -O1
 $(ASAN_LIB): $(SRC) $(wildcard native/*.h)
 	mkdir -p build/asan
-	$(CC) $(WARN) $(ASAN_FLAGS) -fPIC -shared -o $@ $(SRC) -ldl
+	$(CC) $(WARN) $(ASAN_FLAGS) $(NVTX_FLAGS) -fPIC -shared -o $@ $(SRC) -ldl
 
 asan: deps $(ASAN_LIB)
 	@set -o pipefail; rc=0; \
@@ -80,6 +91,8 @@ install: all
 	cp kernels-src/*.cu $(DESTDIR)$(LUADIR)/cuasync/kernels-src/
 	cp kernels-src/cuasync/*.cuh $(DESTDIR)$(LUADIR)/cuasync/kernels-src/cuasync/
 	cp $(LIB) $(DESTDIR)$(LIBDIR)/
+	mkdir -p $(DESTDIR)$(BINDIR)
+	cp bin/cuasync $(DESTDIR)$(BINDIR)/cuasync
 
 clean:
 	rm -rf build

@@ -16,6 +16,6 @@ dependencies = { "lua == 5.1" }   -- LuaJIT 2.1 (the FFI is required)
 build = {
   type = "make",
   build_variables = { CFLAGS = "$(CFLAGS)", LIBFLAG = "$(LIBFLAG)" },
-  install_variables = { LUADIR = "$(LUADIR)", LIBDIR = "$(LIBDIR)" },
+  install_variables = { LUADIR = "$(LUADIR)", LIBDIR = "$(LIBDIR)", BINDIR = "$(BINDIR)" },
 }
 test = { type = "busted" }

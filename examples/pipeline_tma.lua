@@ -1,40 +1,37 @@
--- pipeline_tma.lua: a 2D TMA copy built from cuasync.pipeline (kernels-src/pipeline_tma.cu holds no
--- byte count or smem offset), over stages 2..8: each verified on fresh data, then GB/s (read +
--- written) beside cuMemcpyDtoD, timed in interleaved rounds. Without a GPU: compiles, skips launches.
---   luajit examples/pipeline_tma.lua [--width 16384] [--height 16384] [--reps 10] [--rounds 5]
+-- pipeline_tma.lua: the pipeline-depth sweep of a 2D TMA copy built from cuasync.pipeline
+-- (kernels-src/pipeline_tma.cu holds no byte count or smem offset): stages x box rows x consumer
+-- warps, each verified on fresh data, GB/s beside cuMemcpyDtoD in interleaved rounds. `make run`.
+--   luajit examples/pipeline_tma.lua [--stages 1,2,3,4,6,8] [--rows 32,64] [--warps 2,4] [--out build]
 local dir = arg[0]:match("^(.*)/[^/]*$") or "."
 dofile(dir .. "/_path.lua")
 local cuasync = require("cuasync")
-local o = dofile(dir .. "/_args.lua")({ width = 16384, height = 16384, reps = 10, rounds = 5 },
-  "pipeline_tma.lua [--width N] [--height N] [--reps N] [--rounds N]")
-local W, Hh, BX, BY = o.width, o.height, 64, 64
-local gpu, why = cuasync.available()
-local cp = gpu and dofile(dir .. "/_copy.lua")(W * Hh * 4)
-local tm = cuasync.tensormap{ buffer = cp and cp.src or nil, ptr = not gpu and 256 or nil, bytes = not gpu and W * Hh * 4 or nil,
-  encode = gpu, dtype = "f32", dims = { W, Hh }, box = { BX, BY } }
-local variants = {}
-for stages = 2, 8 do
-  local P = cuasync.pipeline{ name = "tma", stages = stages, loads = { { map = tm, name = "in" } },
-                              producer = { warps = 1 }, consumer = { warps = 4 } }
-  local prog = P:program{ file = "pipeline_tma.cu", defines = { BOX_X = BX, BOX_Y = BY } }
-  variants[#variants + 1] = { P = P, mod = prog:compile(), times = {},
-    label = ("stages %d (tx %d B, smem %d B)"):format(stages, P.tx_bytes, P.smem_bytes) }
+local o = dofile(dir .. "/_args.lua")({ width = 16384, height = 8192, stages = "1,2,3,4,6,8", rows = "32,64", warps = "2,4",
+  rounds = 5, reps = 10, out = "" }, "pipeline_tma.lua [--stages 2,4] [--rows 32,64] [--warps 2,4] [--width N] [--height N] [--out DIR]")
+local function list(s) local t = {} for x in tostring(s):gmatch("%d+") do t[#t + 1] = tonumber(x) end return t end
+local W, Hh, gpu = o.width, o.height, cuasync.available()
+local bytes = W * Hh * 4
+local cp   -- made on first use: a worker that only compiles never touches the GPU
+local function buffers() cp = cp or dofile(dir .. "/_copy.lua")(bytes) return cp end
+local function map(rows)   -- without a GPU, a plan-only map of the same shape
+  return cuasync.tensormap{ buffer = gpu and buffers().src or nil, ptr = not gpu and 256 or nil, bytes = not gpu and bytes or nil,
+    encode = gpu and true or false, dtype = "f32", dims = { W, Hh }, box = { 64, rows } }
 end
-if not gpu then
-  for _, v in ipairs(variants) do print(("compiled %s: cubin %d bytes"):format(v.label, #v.mod:cubin())) end
-  return print("launches skipped: " .. why)
+local function plan(p) return cuasync.pipeline{ name = "tma", stages = p.stages, loads = { { map = map(p.rows), name = "in" } },
+  producer = { warps = 1 }, consumer = { warps = p.warps } } end
+local function program(p) return plan(p):program{ file = "pipeline_tma.cu", defines = { BOX_X = 64, BOX_Y = p.rows } } end
+local S = cuasync.sweep{ name = "pipeline_tma", params = { stages = list(o.stages), rows = list(o.rows), warps = list(o.warps) },
+  order = { "rows", "warps", "stages" }, program = program, rounds = o.rounds, reps = o.reps,
+  build = function(p)
+    local P, c, dev = plan(p), buffers(), cuasync.device(0)
+    local k = program(p):compile():kernel("pipeline_tma", "tensormap, ptr, u32, u32, u32")
+    local cfg = P:check(dev):launch_config{ grid = dev.sms * math.min(4, k:occupancy(P.block, P.smem_bytes)) }
+    return { run = k:prepare(cfg, map(p.rows), c.dst, W, W / 64, W / 64 * Hh / p.rows), bytes = 2 * bytes,
+             poison = function() c.dst:fill(0xA5) end, verify = function() c.verify("pipeline_tma") return true end }
+  end,
+  baseline = { name = "cuMemcpyDtoD", run = function() buffers().base.run() end, bytes = 2 * bytes } }
+S:run():print()
+if o.out ~= "" then
+  print("wrote " .. S:csv(o.out .. "/pipeline_tma.csv") .. ", " .. S:json(o.out .. "/pipeline_tma.json"))
+  local ok, err = pcall(S.plot, S, o.out .. "/pipeline_tma.png", { x = "stages", series = "rows" })
+  print(ok and ("plot: " .. err) or tostring(err))
 end
-local dev = cuasync.device(0)
-for _, v in ipairs(variants) do
-  v.k = v.mod:kernel("pipeline_tma", "tensormap, ptr, u32, u32, u32")
-  v.grid = dev.sms * math.min(4, v.k:occupancy(v.P.block, v.P.smem_bytes))
-  v.run = v.k:prepare(v.P:check(dev):launch_config{ grid = v.grid }, tm, cp.dst, W, W / BX, W / BX * Hh / BY)
-  cp.check(v.label, v.run)
-end
-cuasync.bench_rounds({ cp.base, unpack(variants) }, { rounds = o.rounds, reps = o.reps })
-print(("%s; %d x %d f32 (%.2f GiB), box %d x %d; median of %d round medians"):format(dev.name, W, Hh, W * Hh * 4 / 2 ^ 30, BX, BY, o.rounds))
-print(("%-36s %8.3f ms %8.1f GB/s   1.000"):format(cp.base.label, cp.base.ms, cp.gbps(cp.base.ms)))
-for _, v in ipairs(variants) do
-  print(("%-36s %8.3f ms %8.1f GB/s   %.3f  (grid %d, verified)"):format(v.label, v.ms, cp.gbps(v.ms), cp.base.ms / v.ms, v.grid))
-end
-cp.close()

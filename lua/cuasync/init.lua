@@ -56,6 +56,8 @@ local LAZY = {
   isolate = function() return require("cuasync.tools.isolate") end,
   copy = function() return require("cuasync.kernels.copy") end,
   patterns = function() return require("cuasync.kernels.patterns") end,
+  sweep = function() return require("cuasync.tools.sweep") end,
+  nvtx = function() return require("cuasync.tools.nvtx") end,
 }
 setmetatable(M, { __index = function(t, k)
   local f = LAZY[k]

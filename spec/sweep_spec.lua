@@ -1,0 +1,345 @@
+-- cuasync.sweep and the `cuasync` command. CPU: the cross product, pruning, every row kind, the
+-- result cache (resume and force), CSV and JSON round trips, shards and merge, plots, parallel
+-- compiles in worker processes, the command line and bad input — with host sweeps (host = true:
+-- run() is host work) so that CI measures too. GPU: a sweep of real kernels where one variant
+-- hangs (a row, with the watchdog's message) and the rest are measured; two measuring workers.
+local ffi = require("ffi")
+local cuasync = require("cuasync")
+local H = require("helper")
+local sweep = require("cuasync.tools.sweep")
+local report = require("cuasync.tools.report")
+
+local function cache_dir()
+  local d = H.tmpdir()
+  return d
+end
+
+-- A host sweep: run() spins `n` iterations; build counts its calls.
+local function host_sweep(extra)
+  local calls = { build = 0 }
+  local spec = {
+    name = "host_spin", host = true, rounds = 2, reps = 3,
+    params = { n = { 1000, 4000 }, kind = { "a", "b", "bad", "wrong" } },
+    order = { "kind", "n" },
+    where = function(p) if p.kind == "b" and p.n == 4000 then return false, "b is only tried small" end return true end,
+    build = function(p)
+      calls.build = calls.build + 1
+      if p.kind == "bad" then error("no such variant") end
+      if p.kind == "wrong" then return { run = 42 } end
+      local acc = 0
+      return { run = function() for i = 1, p.n do acc = acc + i end end, bytes = p.n * 8,
+               verify = function() return p.n ~= 1000 or p.kind ~= "b", "b at 1000 is off by one" end }
+    end,
+  }
+  for k, v in pairs(extra or {}) do spec[k] = v end
+  return sweep(spec), calls
+end
+
+describe("sweep", function()
+  local gpu_it = H.gpu_it(it, pending)
+  local old_dir
+
+  before_each(function() old_dir = os.getenv("CUASYNC_CACHE_DIR") end)
+
+  it("makes every point of the cross product a row: measured, pruned, failed", function()
+    local S = host_sweep()
+    assert.equal(8, #S:points())
+    S:run{ quiet = true, force = true }
+    assert.equal(8, #S.rows)
+    local kinds = {}
+    for _, r in ipairs(S.rows) do kinds[#kinds + 1] = r.kind end
+    assert.same({ "measured", "measured", "failed", "pruned", "failed", "failed", "failed", "failed" }, kinds)
+    local by = {}
+    for _, r in ipairs(S.rows) do by[r.params.kind .. r.params.n] = r end
+    assert.truthy(by.a4000.ms > 0 and by.a4000.gbps > 0)
+    assert.is_true(by.a4000.verified)
+    assert.equal("verification: b at 1000 is off by one", by.b1000.reason)
+    assert.equal("b is only tried small", by.b4000.reason)
+    assert.truthy(by.bad1000.reason:find("^build: .*no such variant"), by.bad1000.reason)
+    assert.equal("build(p) returned no run function", by.wrong4000.reason)
+    assert.truthy(S.best == by.a1000 or S.best == by.a4000)
+    local text = S:text()
+    assert.truthy(text:find("8 points: 2 measured, 1 pruned, 5 failed, 0 skipped", 1, true), text)
+    assert.truthy(text:find("chart: GB/s", 1, true), text)
+    assert.truthy(text:find("2 points (#5, #6) failed: build: ", 1, true), text)
+  end)
+
+  it("prunes on a pipeline plan's refusal, before any compile", function()
+    local tm = cuasync.tensormap{ ptr = 256, bytes = 2 ^ 30, encode = false, dtype = "f32", dims = { 4096, 4096 }, box = { 256, 256 } }
+    local compiled = 0
+    local S = sweep{ name = "plan_prune", host = true, params = { loads = { 1, 5 } },
+      program = function(p)
+        local loads = {}
+        for i = 1, p.loads do loads[i] = { map = tm, name = "m" .. i } end
+        local P = cuasync.pipeline{ stages = 1, loads = loads, producer = { warps = 1 }, consumer = { warps = 1 } }
+        compiled = compiled + 1
+        return P:program{ source = '#include <cuasync/pipelines/main.cuh>\nextern "C" __global__ void k() {}' }
+      end,
+      build = function() return { run = function() end } end, rounds = 1, reps = 1 }
+    S:run{ quiet = true, force = true, jobs = 1 }
+    assert.equal("measured", S.rows[1].kind)
+    assert.equal("pruned", S.rows[2].kind)
+    assert.truthy(S.rows[2].reason:find("cuasync.pipeline: tx per stage is 1310720 bytes", 1, true), S.rows[2].reason)
+    assert.equal(1, compiled)
+    assert.truthy(S.rows[1].compile_ms)
+  end)
+
+  it("keeps measured rows: a second run measures only new points, force measures all", function()
+    local ok, out = H.luajit([[
+      package.path = "spec/?.lua;" .. package.path
+      local sweep = require("cuasync.tools.sweep")
+      local calls = 0
+      local function make(ns)
+        return sweep{ name = "resume", host = true, rounds = 1, reps = 1, params = { n = ns },
+          build = function(p) calls = calls + 1 return { run = function() end, bytes = p.n } end }
+      end
+      local S = make({ 1, 2 }):run{ quiet = true }
+      print("FIRST", calls, S.rows[1].cached, S.rows[2].cached)
+      calls = 0
+      S = make({ 1, 2, 3 }):run{ quiet = true }
+      print("SECOND", calls, S.rows[1].cached, S.rows[3].cached, S.rows[1].kind)
+      calls = 0
+      S = make({ 1, 2, 3 }):run{ quiet = true, force = true }
+      print("FORCE", calls)
+    ]], { CUASYNC_CACHE_DIR = cache_dir() })
+    assert.is_true(ok, out)
+    assert.truthy(out:find("FIRST\t2\tnil\tnil", 1, true), out)
+    assert.truthy(out:find("SECOND\t1\ttrue\tnil\tmeasured", 1, true), out)
+    assert.truthy(out:find("FORCE\t3", 1, true), out)
+  end)
+
+  it("writes CSV and JSON that read back the same; shards merge into the whole", function()
+    local dir = H.tmpdir()
+    local S = host_sweep()
+    S:run{ quiet = true, force = true }
+    S:csv(dir .. "/s.csv")
+    local recs = report.read_csv(dir .. "/s.csv")
+    assert.same({ "index", "kind", "n", "kind", "verified", "ms" }, { recs[1][1], recs[1][2], recs[1][3], recs[1][4], recs[1][5], recs[1][6] })
+    assert.equal(9, #recs)
+    assert.equal("b is only tried small", recs[5][#recs[5]])
+    assert.equal("measured", recs[2][4])
+    S:json(dir .. "/s.json")
+    local M = sweep.merge({ dir .. "/s.json" })
+    assert.equal(8, #M.rows)
+    for i, r in ipairs(M.rows) do
+      assert.equal(S.rows[i].kind, r.kind)
+      assert.equal(S.rows[i].reason, r.reason)
+      assert.same(S.rows[i].params, r.params)
+    end
+    -- two shards cover the cross product once
+    local A = host_sweep():run{ quiet = true, force = true, shard = "1/2" }
+    local B = host_sweep():run{ quiet = true, force = true, shard = "2/2" }
+    assert.equal(4, #A.rows)
+    assert.equal(4, #B.rows)
+    A:json(dir .. "/a.json")
+    B:json(dir .. "/b.json")
+    local J = sweep.merge({ dir .. "/a.json", dir .. "/b.json" })
+    assert.equal(8, #J.rows)
+    for i, r in ipairs(J.rows) do assert.equal(i, r.index) end
+    assert.truthy(J:text():find("8 points:", 1, true))
+  end)
+
+  it("plots through gnuplot where it is installed, and says so where it is not", function()
+    local dir = H.tmpdir()
+    local S = host_sweep():run{ quiet = true, force = true }
+    local real = report.gnuplot
+    report.gnuplot = function() return nil end
+    local ok, err = pcall(S.plot, S, dir .. "/p.png", { x = "n", series = "kind" })
+    report.gnuplot = real
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("gnuplot is not installed (Debian: apt-get install gnuplot-nox); the data and the script are written", 1, true), tostring(err))
+    assert.truthy(io.open(dir .. "/p.gp"))
+    if report.gnuplot() then
+      assert.equal(dir .. "/p.png", S:plot(dir .. "/p.png", { x = "n", series = "kind" }))
+      local f = assert(io.open(dir .. "/p.png", "rb"))
+      assert.equal("\137PNG", f:read(4))
+      f:close()
+    end
+  end)
+
+  it("rejects bad input with a clear message, keeping rows already measured", function()
+    local function bad(spec, pattern)
+      local ok, err = pcall(sweep, spec)
+      assert.is_false(ok)
+      assert.truthy(tostring(err):find(pattern, 1, true), tostring(err))
+    end
+    local b = function() return { run = function() end } end
+    bad(nil, "cuasync.sweep: argument must be a table")
+    bad({ name = "x", params = { n = {} }, build = b }, "params.n is empty: the cross product has no point")
+    bad({ name = "x", params = {}, build = b }, "params must name at least one parameter")
+    bad({ name = "x y", params = { n = { 1 } }, build = b }, "name must be letters")
+    bad({ name = "x", params = { n = { {} } }, build = b }, "params.n[1] must be a number, string or boolean")
+    bad({ name = "x", params = { n = { 1 } } }, "build must be a function")
+    bad({ name = "x", params = { n = { 1 } }, build = b, order = { "m" } }, "order names \"m\", which is not in params")
+    bad({ name = "x", params = { n = { 1 } }, build = b, colour = 1 }, "unknown field 'colour'")
+    bad({ name = "x", params = { n = { 1 } }, build = b, baseline = { name = "b" } }, "baseline.run must be a function")
+    local S = host_sweep()
+    assert.error_matches(function() S:set_param("m", { 1 }) end, 'unknown param "m" %(params: kind, n%)')
+    assert.error_matches(function() S:run{ shard = "3/2" } end, 'shard must be "i/n"')
+    S:run{ quiet = true, force = true }
+    assert.error_matches(function() S:csv("/nonexistent/dir/x.csv") end, "cuasync.sweep.csv: cannot write /nonexistent/dir/x.csv")
+    assert.error_matches(function() S:plot("x.jpg") end, "path must end in .png or .svg")
+    assert.error_matches(function() S:plot("x.png", { x = "m" }) end, "x = \"m\" is not a parameter of the sweep")
+    assert.equal(8, #S.rows)   -- nothing lost
+  end)
+end)
+
+describe("sweep NVTX ranges", function()
+  it("puts each variant's launches in a range named by the sweep and its params", function()
+    if not cuasync.nvtx.enabled() then
+      pending(cuasync.nvtx.why())
+      return
+    end
+    local dir = H.tmpdir()
+    local cuda = os.getenv("CUDA_HOME") or "/usr/local/cuda"
+    assert.is_true(os.execute(("cc -shared -fPIC -isystem %s/include -o %s/rec.so spec/support/nvtx_record.c"):format(cuda, dir)) == 0)
+    local ok, out = H.luajit([[
+      local sweep = require("cuasync.tools.sweep")
+      sweep{ name = "nvtx_sweep", host = true, rounds = 1, reps = 2, params = { n = { 1, 2 } },
+             build = function(p) return { run = function() end } end }:run{ quiet = true, force = true }
+    ]], { NVTX_INJECTION64_PATH = dir .. "/rec.so", NVTX_RECORD = dir .. "/rec.txt", CUASYNC_CACHE_DIR = dir })
+    assert.is_true(ok, out)
+    local f = assert(io.open(dir .. "/rec.txt"))
+    local rec = f:read("*a")
+    f:close()
+    local _, pushes1 = rec:gsub("push nvtx_sweep n=1\n", "")
+    local _, pushes2 = rec:gsub("push nvtx_sweep n=2\n", "")
+    local _, pops = rec:gsub("pop\n", "")
+    assert.equal(3, pushes1, rec)   -- the verified run and 2 timed reps
+    assert.equal(3, pushes2, rec)
+    assert.equal(6, pops, rec)
+  end)
+end)
+
+describe("cuasync command", function()
+  local function cli(args, env)
+    local code = ([[
+      local argv = %s
+      arg = { [0] = "bin/cuasync" }
+      for i, a in ipairs(argv) do arg[i] = a end
+      dofile("bin/cuasync")
+    ]]):format(args)
+    return H.luajit(code, env, 120)
+  end
+  local function sh(cmd)
+    local p = io.popen(cmd .. " 2>&1; echo \"rc=$?\"")
+    local out = p:read("*a")
+    p:close()
+    return out, tonumber(out:match("rc=(%d+)%s*$"))
+  end
+
+  it("answers --help, and usage errors with exit code 2", function()
+    local out, rc = sh("luajit bin/cuasync --help")
+    assert.equal(0, rc, out)
+    assert.truthy(out:find("sweep SCRIPT.lua", 1, true))
+    out, rc = sh("luajit bin/cuasync frob")
+    assert.equal(2, rc, out)
+    assert.truthy(out:find("cuasync: unknown command frob", 1, true))
+    out, rc = sh("luajit bin/cuasync compile --nope x.cu")
+    assert.equal(2, rc, out)
+    out, rc = sh("luajit bin/cuasync sweep --help")
+    assert.equal(0, rc, out)
+    assert.truthy(out:find("--shard I/N", 1, true))
+  end)
+
+  it("info and compile: registers, shared memory, spills and async instructions; errors exit 1", function()
+    local out, rc = sh("luajit bin/cuasync info")
+    assert.equal(0, rc, out)
+    assert.truthy(out:find("NVRTC:", 1, true) and out:find("cache:", 1, true), out)
+    out, rc = sh("luajit bin/cuasync compile tile_copy.cu -D STAGES=4 --arch sm_90a")
+    assert.equal(0, rc, out)
+    assert.truthy(out:find("kernel tile_copy: %d+ registers, 1024 bytes static shared memory"), out)
+    assert.truthy(out:find("async instructions: cp.async.bulk.tensor.2d", 1, true), out)
+    local dir = H.tmpdir()
+    local f = assert(io.open(dir .. "/bad.cu", "w"))
+    f:write('extern "C" __global__ void k() {\n  int x = ;\n}\n')
+    f:close()
+    out, rc = sh("luajit bin/cuasync compile " .. dir .. "/bad.cu --arch sm_90a")
+    assert.equal(1, rc, out)
+    assert.truthy(out:find(">    2 |   int x = ;", 1, true), out)
+    out, rc = sh("luajit bin/cuasync compile nope.cu")
+    assert.equal(1, rc, out)
+    assert.truthy(out:find('cuasync.program: file "nope.cu" not found', 1, true), out)
+  end)
+
+  it("sweeps a script with parallel compiles in worker processes; --param overrides; --merge joins", function()
+    local dir = H.tmpdir()
+    local f = assert(io.open(dir .. "/s.lua", "w"))
+    f:write([[
+      local cuasync = require("cuasync")
+      return { name = "cli_sweep", host = true, rounds = 1, reps = 1, params = { stages = { 1, 2, 3, 4 } },
+        program = function(p) return cuasync.program{ file = "copy_bulk.cu", arch = "sm_90a", defines = { STAGES = p.stages, CHUNK = 4096 } } end,
+        build = function(p) return { run = function() end, bytes = p.stages } end }
+    ]])
+    f:close()
+    local env = { CUASYNC_CACHE_DIR = H.tmpdir() }
+    local out, rc = sh(("CUASYNC_CACHE_DIR=%s luajit bin/cuasync sweep %s/s.lua --jobs 2 --csv %s/o.csv --json %s/o.json --quiet"):format(
+      env.CUASYNC_CACHE_DIR, dir, dir, dir))
+    assert.equal(0, rc, out)
+    assert.truthy(out:find("4 points: 4 measured, 0 pruned, 0 failed, 0 skipped", 1, true), out)
+    assert.truthy(out:find("ms miss", 1, true), out)   -- compiled by the workers: misses there
+    assert.truthy(out:find("wrote CSV " .. dir .. "/o.csv", 1, true), out)
+    out, rc = sh(("CUASYNC_CACHE_DIR=%s luajit bin/cuasync sweep %s/s.lua --param stages=8,9 --force --quiet"):format(env.CUASYNC_CACHE_DIR, dir))
+    assert.equal(0, rc, out)
+    assert.truthy(out:find("2 points: 2 measured", 1, true), out)
+    out, rc = sh(("luajit bin/cuasync sweep %s/s.lua --param depth=2"):format(dir))
+    assert.equal(1, rc, out)
+    assert.truthy(out:find('unknown param "depth" (params: stages)', 1, true), out)
+    out, rc = sh(("luajit bin/cuasync sweep --merge %s/o.json"):format(dir))
+    assert.equal(0, rc, out)
+    assert.truthy(out:find("4 points: 4 measured", 1, true), out)
+    out, rc = sh(("luajit bin/cuasync sweep %s/s.lua --json /nonexistent/o.json --quiet"):format(dir))
+    assert.equal(1, rc, out)
+    assert.truthy(out:find("4 points: 4 measured", 1, true) and out:find("cannot write /nonexistent/o.json", 1, true), out)
+    out, rc = sh(("luajit bin/cuasync run %s/s.lua"):format(dir))
+    assert.equal(0, rc, out)
+  end)
+end)
+
+describe("sweep on the GPU", function()
+  local gpu_it = H.gpu_it(it, pending)
+
+  gpu_it("makes a hung variant a row with the watchdog's message and measures the rest; two workers agree", function()
+    local dir = H.tmpdir()
+    local f = assert(io.open(dir .. "/g.lua", "w"))
+    f:write([==[
+      local cuasync = require("cuasync")
+      local sweep = require("cuasync.tools.sweep")
+      local gpus = { tonumber(os.getenv("SWEEP_GPUS_A")), tonumber(os.getenv("SWEEP_GPUS_B")) }
+      local buf
+      local function program()
+        return cuasync.program{ watchdog = { timeout_ms = 300 }, source = [[
+          #include <cuasync/mbarrier.cuh>
+          extern "C" __global__ void k(unsigned *out, unsigned v) {
+            __shared__ cuasync::mbarrier_t b;
+            if (threadIdx.x == 0) cuasync::mbarrier::init(&b, 2);
+            __syncthreads();
+            if (threadIdx.x == 0) { cuasync::mbarrier::arrive(&b); if (v != 3) cuasync::mbarrier::arrive(&b); }
+            cuasync::mbarrier::wait_parity(&b, 0);
+            out[blockIdx.x * blockDim.x + threadIdx.x] = v;
+          }]] }
+      end
+      local S = sweep{ name = "gpu_sweep", rounds = 2, reps = 3, timeout_ms = 5000, params = { v = { 1, 2, 3, 4 } },
+        program = program,
+        build = function(p)
+          buf = buf or cuasync.alloc(132 * 128 * 4)
+          local k = program():compile():kernel("k", "ptr, u32")
+          return { run = function() k:launch({ grid = 132, block = 128 }, buf, p.v) end, bytes = 132 * 128 * 4,
+                   poison = function() buf:fill(0xA5) end,
+                   verify = function() return buf:download("uint32_t", 1)[0] == p.v, "wrong value" end }
+        end }
+      S:run{ quiet = true, force = true, gpus = #gpus > 0 and gpus or nil }
+      for _, r in ipairs(S.rows) do print("ROW", r.params.v, r.kind, r.gpu, r.reason and r.reason:sub(1, 120) or "") end
+    ]==])
+    f:close()
+    for _, env in ipairs({ { CUASYNC_CACHE_DIR = H.tmpdir() }, { CUASYNC_CACHE_DIR = H.tmpdir(), SWEEP_GPUS_A = "0", SWEEP_GPUS_B = "0" } }) do
+      local ok, out = H.luajit(("dofile(%q)"):format(dir .. "/g.lua"), env, 120)
+      print("\n" .. out)
+      assert.truthy(out:find("ROW\t1\tmeasured\t0", 1, true), out)
+      assert.truthy(out:find("ROW\t2\tmeasured\t0", 1, true), out)
+      assert.truthy(out:find("ROW\t3\tfailed\t[^\n]*hang: cuasync.watchdog: kernel 'k' hung"), out)
+      assert.truthy(out:find("ROW\t4\tmeasured\t0", 1, true), out)
+      assert.is_true(ok, out)
+    end
+  end)
+end)
