@@ -38,7 +38,9 @@ M.INFLIGHT = 40 * 1024
 
 -- copy.bulk_kernel{ stages = 10, chunk = 4096, store_lag = 1, inflight = 40960, watchdog = nil }
 --   -> an object with :grid/:prepare/:copy (watchdog as cuasync.program's field)
-function M.bulk_kernel(opts)
+-- copy.bulk_program(opts) -> the checked program (not compiled), and the ring's fields: what a
+-- sweep prunes and compiles with. Raises as bulk_kernel does for options that cannot work.
+function M.bulk_program(opts)
   opts = opts or {}
   util.kind("copy", "opts", opts, "table")
   util.known_fields("copy", opts, { stages = true, chunk = true, store_lag = true, inflight = true, watchdog = true }, 2)
@@ -55,10 +57,15 @@ function M.bulk_kernel(opts)
   -- the data ring is dynamic shared memory; the kernel's barriers are static, one per stage
   local r = ring.plan{ where = "copy", stages = stages, stage_bytes = chunk, align = 16 }
   ring.fit(r, limits.smem_optin, "copy", "stages * chunk", stages * ring.BARRIER_BYTES)
-  local mod = program.new{ file = "copy_bulk.cu", defines = { STAGES = stages, CHUNK = chunk, STORE_LAG = lag },
-                           watchdog = opts.watchdog }:compile()
-  return setmetatable({ module = mod, stages = stages, chunk = chunk, smem = stages * chunk,
-                        inflight = inflight }, Bulk)
+  local prog = program.new{ file = "copy_bulk.cu", defines = { STAGES = stages, CHUNK = chunk, STORE_LAG = lag },
+                            watchdog = opts.watchdog }
+  return prog, { stages = stages, chunk = chunk, smem = stages * chunk, inflight = inflight }
+end
+
+function M.bulk_kernel(opts)
+  local prog, k = M.bulk_program(opts)
+  k.module = prog:compile()
+  return setmetatable(k, Bulk)
 end
 
 function Bulk:kernel()

@@ -6,6 +6,7 @@
 --     where = function(p) return p.stages * p.chunk <= 200000, "does not fit" end,
 --     program = function(p) return cuasync.program{...} end,     -- compiled in parallel workers
 --     build = function(p) return { run = run, verify = fn, poison = fn, bytes = n, flops = f } end,
+--                                  -- or nil, "why": a point that cannot run here (pruned)
 --     baseline = { name = "cuMemcpyDtoD", run = fn, bytes = n }, rounds = 5, reps = 10, timeout_ms = 5000 }
 --   S:run{ jobs = 8, gpus = "all" | {0, 1}, force = false, shard = "1/4" }
 --   S:print()  S:csv(path)  S:json(path)  S:plot(path, { x = "stages", y = "GB/s", series = "chunk" })
@@ -226,7 +227,7 @@ end
 -- program(p) for a point, or nil and why (a cuasync.pipeline refusal prunes; other errors fail).
 local function program_of(S, p)
   local ok, prog = pcall(S.program, p)
-  if not ok then return nil, tostring(prog) end
+  if not ok then return nil, message(prog) end
   if type(prog) ~= "table" or type(prog.compile) ~= "function" then
     return nil, ("program(p) must return a cuasync.program (got %s)"):format(util.describe(prog))
   end
@@ -244,6 +245,11 @@ end
 
 local function row(S, index, p, kind, reason)
   return { index = index, params = p, kind = kind, reason = reason, label = S:label(p) }
+end
+
+-- An error's message without the position error() put in front of it (the row says where).
+local function message(e)
+  return (tostring(e):gsub("^[^\n]-%.lua:%d+: ", ""))
 end
 
 -- A refusal from a pipeline plan or a launch rule prunes; anything else is a failure.
@@ -296,10 +302,14 @@ local function measure(S, pts, indices, rows, step, gpu)
     if blocked then
       r.kind, r.reason = "skipped", blocked
     else
-      local ok, v = pcall(S.build, p)
-      local bad = ok and check_build(v)
-      if not ok then
-        r.kind, r.reason = prunes(v) and "pruned" or "failed", (prunes(v) and "" or "build: ") .. tostring(v)
+      local ok, v, why_not = pcall(S.build, p)
+      local bad = ok and v ~= nil and check_build(v)
+      if ok and v == nil and why_not ~= nil then
+        r.kind, r.reason = "pruned", message(why_not)   -- build(p) -> nil, "why": it cannot run here
+      elseif ok and v == nil then
+        r.kind, r.reason = "failed", check_build(v)
+      elseif not ok then
+        r.kind, r.reason = prunes(v) and "pruned" or "failed", (prunes(v) and "" or "build: ") .. message(v)
       elseif bad then
         r.kind, r.reason = "failed", bad
       else
@@ -490,10 +500,10 @@ function Sweep:run(o)
       if self.where then
         local ok, res, why2 = pcall(self.where, p)
         if not ok then
-          r.kind, r.reason = prunes(res) and "pruned" or "failed", (prunes(res) and "" or "where: ") .. tostring(res)
+          r.kind, r.reason = prunes(res) and "pruned" or "failed", (prunes(res) and "" or "where: ") .. message(res)
           keep = false
         elseif res == false or res == nil then
-          keep, reason = false, why2 or "where(p) returned false"
+          keep, reason = false, why2 and message(why2) or "where(p) returned false"
           r.kind, r.reason = "pruned", reason
         end
       end
