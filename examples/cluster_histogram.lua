@@ -23,7 +23,7 @@ local function data()
   g.values:upload(g.host)
   local w = ffi.cast("uint32_t *", g.host.ptr)
   for j = 0, N - 1 do local b = bit.band(w[j], NB - 1); g.want[b] = g.want[b] + 1 end
-  local mod, dev = program():compile(), cuasync.device(0)
+  local mod, dev = program():compile(), cuasync.current_device()
   g.ck, g.gk = mod:kernel("cluster_histogram", "ptr, u64, ptr, u32"), mod:kernel("global_histogram", "ptr, u64, ptr, u32")
   g.global = g.gk:prepare({ grid = dev.sms * g.gk:occupancy(o.block, 0), block = o.block }, g.values, N, g.hist, NB)
   return g

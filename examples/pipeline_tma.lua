@@ -6,15 +6,15 @@ local dir = arg[0]:match("^(.*)/[^/]*$") or "."
 dofile(dir .. "/_path.lua")
 local cuasync = require("cuasync")
 local o = dofile(dir .. "/_args.lua")({ width = 16384, height = 8192, stages = "1,2,3,4,6,8", rows = "32,64", warps = "2,4",
-  rounds = 5, reps = 10, out = "" }, "pipeline_tma.lua [--stages 2,4] [--rows 32,64] [--warps 2,4] [--width N] [--height N] [--out DIR]")
+  rounds = 5, reps = 10, out = "", gpus = "0" }, "pipeline_tma.lua [--stages 2,4] [--rows 32,64] [--warps 2,4] [--width N] [--height N] [--out DIR] [--gpus all|0,1]")
 local function list(s) local t = {} for x in tostring(s):gmatch("%d+") do t[#t + 1] = tonumber(x) end return t end
-local W, Hh, gpu = o.width, o.height, cuasync.available()
+local W, Hh = o.width, o.height
 local bytes = W * Hh * 4
 local cp   -- made on first use: a worker that only compiles never touches the GPU
 local function buffers() cp = cp or dofile(dir .. "/_copy.lua")(bytes) return cp end
-local function map(rows)   -- without a GPU, a plan-only map of the same shape
-  return cuasync.tensormap{ buffer = gpu and buffers().src or nil, ptr = not gpu and 256 or nil, bytes = not gpu and bytes or nil,
-    encode = gpu and true or false, dtype = "f32", dims = { W, Hh }, box = { 64, rows } }
+local function map(rows, real)   -- a plan-only map (no driver) unless a launch needs the real one
+  return cuasync.tensormap{ buffer = real and buffers().src or nil, ptr = not real and 256 or nil, bytes = not real and bytes or nil,
+    encode = real or false, dtype = "f32", dims = { W, Hh }, box = { 64, rows } }
 end
 local function plan(p) return cuasync.pipeline{ name = "tma", stages = p.stages, loads = { { map = map(p.rows), name = "in" } },
   producer = { warps = 1 }, consumer = { warps = p.warps } } end
@@ -22,14 +22,14 @@ local function program(p) return plan(p):program{ file = "pipeline_tma.cu", defi
 local S = cuasync.sweep{ name = "pipeline_tma", params = { stages = list(o.stages), rows = list(o.rows), warps = list(o.warps) },
   order = { "rows", "warps", "stages" }, program = program, rounds = o.rounds, reps = o.reps,
   build = function(p)
-    local P, c, dev = plan(p), buffers(), cuasync.device(0)
+    local P, c, dev = plan(p), buffers(), cuasync.current_device()
     local k = program(p):compile():kernel("pipeline_tma", "tensormap, ptr, u32, u32, u32")
     local cfg = P:check(dev):launch_config{ grid = dev.sms * math.min(4, k:occupancy(P.block, P.smem_bytes)) }
-    return { run = k:prepare(cfg, map(p.rows), c.dst, W, W / 64, W / 64 * Hh / p.rows), bytes = 2 * bytes,
+    return { run = k:prepare(cfg, map(p.rows, true), c.dst, W, W / 64, W / 64 * Hh / p.rows), bytes = 2 * bytes,
              poison = function() c.dst:fill(0xA5) end, verify = function() c.verify("pipeline_tma") return true end }
   end,
   baseline = { name = "cuMemcpyDtoD", run = function() buffers().base.run() end, bytes = 2 * bytes } }
-S:run():print()
+S:run{ gpus = o.gpus == "all" and "all" or list(o.gpus) }:print()
 if o.out ~= "" then
   print("wrote " .. S:csv(o.out .. "/pipeline_tma.csv") .. ", " .. S:json(o.out .. "/pipeline_tma.json"))
   local ok, err = pcall(S.plot, S, o.out .. "/pipeline_tma.png", { x = "stages", series = "rows" })

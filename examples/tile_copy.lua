@@ -39,7 +39,7 @@ local S = cuasync.sweep{
   end,
   build = function(p)
     local bx, by, stages, ring = shape(p)
-    local c, dev = buffers(), cuasync.device(0)
+    local c, dev = buffers(), cuasync.current_device()
     local tin = cuasync.tensormap{ buffer = c.src, dtype = "f32", dims = { W, Hh }, box = { bx, by }, swizzle = p.swizzle }
     local tout = cuasync.tensormap{ buffer = c.dst, dtype = "f32", dims = { W, Hh }, box = { bx, by }, swizzle = p.swizzle }
     local k = cuasync.program{ file = "tile_copy.cu", defines = { STAGES = stages, STAGE_BYTES = ring.pitch } }:compile()

@@ -98,6 +98,10 @@ function M.text(S)
   out[#out + 1] = ""
   out[#out + 1] = ("%d points: %d measured, %d pruned, %d failed, %d skipped"):format(#rows, counts.measured,
     counts.pruned, counts.failed, counts.skipped)
+  if S.wall_s then
+    out[#out + 1] = ("in %.2f s: compiles %.2f s, measuring %.2f s%s"):format(S.wall_s, S.compile_s or 0,
+      S.wall_s - (S.compile_s or 0), S.gpus and #S.gpus > 1 and (" on GPUs " .. table.concat(S.gpus, ", ")) or "")
+  end
   -- the reasons, each once, with the points it holds for
   local reasons, seen = {}, {}
   for _, r in ipairs(rows) do

@@ -224,6 +224,12 @@ end
 
 -- -- Compiles ----------------------------------------------------------------------------------
 
+-- An error's message without the position error() put in front of it (the row says where).
+local function message(e)
+  return (tostring(e):gsub("^[^\n]-%.lua:%d+: ", ""))
+end
+
+
 -- program(p) for a point, or nil and why (a cuasync.pipeline refusal prunes; other errors fail).
 local function program_of(S, p)
   local ok, prog = pcall(S.program, p)
@@ -245,11 +251,6 @@ end
 
 local function row(S, index, p, kind, reason)
   return { index = index, params = p, kind = kind, reason = reason, label = S:label(p) }
-end
-
--- An error's message without the position error() put in front of it (the row says where).
-local function message(e)
-  return (tostring(e):gsub("^[^\n]-%.lua:%d+: ", ""))
 end
 
 -- A refusal from a pipeline plan or a launch rule prunes; anything else is a failure.
