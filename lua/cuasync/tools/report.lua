@@ -238,7 +238,7 @@ function M.plot(S, path, o)
   local y = o.y or (S.baseline_name and "ratio" or S.unit)
   local FIELD = { ["GB/s"] = "gbps", ["TFLOP/s"] = "tflops", ratio = "ratio", ms = "ms" }
   if not FIELD[y] then util.fail("sweep.plot", ('y must be "GB/s", "TFLOP/s", "ratio" or "ms" (got %s)'):format(util.describe(y))) end
-  local term = path:match("%.svg$") and "svg size 900,540" or path:match("%.png$") and "pngcairo size 900,540"
+  local term = path:match("%.svg$") and "svg size 900,540 noenhanced" or path:match("%.png$") and "pngcairo size 900,540 noenhanced"
   if not term then util.fail("sweep.plot", ("path must end in .png or .svg (got %s)"):format(util.describe(path))) end
   -- one data block per series value; points in x order; the best of the other params at each x
   local groups, names = {}, {}
