@@ -203,10 +203,8 @@ end
 
 function M.read_json(path)
   local dkjson = json_lib()
-  local f = io.open(path, "r")
-  if not f then util.fail("sweep.load", ("cannot read %s"):format(tostring(path))) end
-  local text = f:read("*a")
-  f:close()
+  local text = require("cuasync.toolkit").read_file(path)
+  if not text then util.fail("sweep.load", ("cannot read %s"):format(tostring(path))) end
   local doc, _, err = dkjson.decode(text)
   if type(doc) ~= "table" or type(doc.rows) ~= "table" then
     util.fail("sweep.load", ("%s is not a sweep's JSON (%s)"):format(path, tostring(err or "no rows")))

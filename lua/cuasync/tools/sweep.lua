@@ -177,13 +177,7 @@ local function write_file(path, text)
   f:close()
 end
 
-local function read_file(path)
-  local f = io.open(path, "r")
-  if not f then return nil end
-  local t = f:read("*a")
-  f:close()
-  return t
-end
+local read_file = require("cuasync.toolkit").read_file
 
 -- Run `tasks` (each { file = task file }) as workers re-running the script, all at once; each
 -- writes a line to fd 3 per point done, which counts towards progress. Returns the workers' exit codes.
