@@ -56,6 +56,7 @@ local LAZY = {
   isolate = function() return require("cuasync.tools.isolate") end,
   copy = function() return require("cuasync.kernels.copy") end,
   patterns = function() return require("cuasync.kernels.patterns") end,
+  gemm = function() return require("cuasync.kernels.gemm") end,
   sweep = function() return require("cuasync.tools.sweep") end,
   nvtx = function() return require("cuasync.tools.nvtx") end,
 }

@@ -1,0 +1,42 @@
+// gemm_ref.cu — the reference and the helpers of the GEMM checks: a simple correct C = A * B^T
+// (bf16 in, f32 accumulate, one thread an output), fresh random bf16 data from a seed, and a
+// comparison that counts the elements outside a tolerance.
+#include <cuda_bf16.h>
+
+extern "C" __global__ void gemm_ref(const __nv_bfloat16 *A, const __nv_bfloat16 *B, float *C, unsigned M, unsigned N, unsigned K)
+{
+    const unsigned n = blockIdx.x * blockDim.x + threadIdx.x, m = blockIdx.y;
+    if (n >= N || m >= M) return;
+    const __nv_bfloat16 *a = A + (size_t)m * K, *b = B + (size_t)n * K;
+    float s = 0.f;
+    for (unsigned k = 0; k < K; ++k) s += __bfloat162float(a[k]) * __bfloat162float(b[k]);
+    C[(size_t)m * N + n] = s;
+}
+
+// bf16 values in [-1, 1) from a hash of (seed, index): fresh data every seed.
+extern "C" __global__ void fill_bf16(__nv_bfloat16 *p, unsigned long long n, unsigned seed)
+{
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+         i += (unsigned long long)gridDim.x * blockDim.x) {
+        unsigned x = (unsigned)i * 0x9E3779B1u ^ seed ^ (unsigned)(i >> 32) * 0x85EBCA77u;
+        x ^= x >> 16; x *= 0x7FEB352Du; x ^= x >> 15; x *= 0x846CA68Bu; x ^= x >> 16;
+        p[i] = __float2bfloat16((float)(x >> 8) * (2.0f / 16777216.0f) - 1.0f);
+    }
+}
+
+// out[0] += the elements with |got - want| > atol + rtol * |want|; out[1] = the largest |got - want| (as bits).
+extern "C" __global__ void compare_f32(const float *got, const float *want, unsigned long long n, float atol, float rtol,
+                                       unsigned *out)
+{
+    unsigned bad = 0;
+    float worst = 0.f;
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+         i += (unsigned long long)gridDim.x * blockDim.x) {
+        const float d = fabsf(got[i] - want[i]);
+        if (!(d <= atol + rtol * fabsf(want[i]))) ++bad;
+        if (d != d) worst = __int_as_float(0x7f800000);   // a NaN is the worst
+        else if (d > worst) worst = d;
+    }
+    if (bad) atomicAdd(out, bad);
+    atomicMax(out + 1, __float_as_uint(worst));
+}

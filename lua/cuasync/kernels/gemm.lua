@@ -1,0 +1,85 @@
+-- Drivers of the project's GEMM kernels: kernels-src/gemm_tma.cu (TMA + wgmma on a
+-- cuasync.pipeline plan) and kernels-src/gemm_ref.cu (a simple correct reference, random bf16 data
+-- and a device-side comparison). C = A * B^T with A: M x K, B: N x K bf16 row-major, C: M x N f32.
+--   local P = gemm.plan{ stages = 4, bm = 128, bn = 128, m = M, n = N, k = K, a = bufA, b = bufB }
+--   local k = gemm.kernel(P)          -- compiled for the plan (BM, BN as defines)
+--   gemm.launch_config(P, dev, m, n)  -- a persistent grid: one block per SM at most, one per tile
+local cuasync = require("cuasync")
+local util = require("cuasync.util")
+
+local M = {}
+M.BK = 64
+M.TILES = { "128x128", "128x256", "256x128" }
+
+function M.tile(name)
+  local bm, bn = tostring(name):match("^(%d+)x(%d+)$")
+  bm, bn = tonumber(bm), tonumber(bn)
+  if not bm or bm % 64 ~= 0 or bm < 64 or bm > 256 or not (bn == 64 or bn == 128 or bn == 256) then
+    util.fail("gemm", ('tile must be "BMxBN" with BM 64..256 in steps of 64 and BN 64, 128 or 256 (got %s)'):format(util.describe(name)))
+  end
+  return bm, bn
+end
+
+-- The A or B tensor map: rows x K bf16, boxes of 64 (K) x box_rows, the 128B swizzle. Without a
+-- buffer, a plan-only map (no driver needed: plans, pruning and compiles).
+local function map(buf, rows, k, box_rows)
+  if k % 8 ~= 0 then util.fail("gemm", ("k = %d must be a multiple of 8 (a row of A and B is then 16-byte aligned)"):format(k)) end
+  return cuasync.tensormap{ buffer = buf, ptr = not buf and 256 or nil, bytes = not buf and rows * k * 2 or nil,
+    encode = buf ~= nil, dtype = "bf16", dims = { k, rows }, box = { M.BK, box_rows }, swizzle = "128B", load_only = true }
+end
+
+-- gemm.plan{ stages, bm, bn, m, n, k[, a, b] }: the pipeline: loads A and B tiles; one producer
+-- warpgroup; bm / 64 consumer warpgroups.
+function M.plan(o)
+  util.kind("gemm", "argument", o, "table")
+  local P = cuasync.pipeline{ name = "gemm", stages = o.stages,
+    loads = { { map = map(o.a, o.m, o.k, o.bm), name = "a" }, { map = map(o.b, o.n, o.k, o.bn), name = "b" } },
+    producer = { warps = 4 }, consumer = { warps = 4 * o.bm / 64 } }
+  P.bm, P.bn = o.bm, o.bn
+  return P
+end
+
+function M.program(P)
+  return P:program{ file = "gemm_tma.cu", defines = { BM = P.bm, BN = P.bn } }
+end
+
+function M.kernel(P)
+  return M.program(P):compile():kernel("gemm_tma", "tensormap, tensormap, ptr, u32, u32, u32")
+end
+
+function M.launch_config(P, dev, m, n)
+  local tiles = math.ceil(m / P.bm) * math.ceil(n / P.bn)
+  return P:check(dev):launch_config{ grid = math.min(dev.sms, tiles) }
+end
+
+-- The helpers of kernels-src/gemm_ref.cu, compiled once.
+local helpers
+function M.helpers()
+  if helpers then return helpers end
+  local mod = cuasync.program{ file = "gemm_ref.cu" }:compile()
+  helpers = { ref = mod:kernel("gemm_ref", "ptr, ptr, ptr, u32, u32, u32"), fill = mod:kernel("fill_bf16", "ptr, u64, u32"),
+              compare = mod:kernel("compare_f32", "ptr, ptr, u64, f32, f32, ptr"), out = cuasync.alloc(8) }
+  return helpers
+end
+
+-- Fresh random bf16 in [-1, 1) into buf (n elements) from seed.
+function M.random(buf, n, seed)
+  M.helpers().fill:launch({ grid = 1024, block = 256 }, buf, n, seed % 2 ^ 32)
+end
+
+function M.reference(a, b, c, m, n, k)
+  M.helpers().ref:launch({ grid = { math.ceil(n / 128), m }, block = 128 }, a, b, c, m, n, k)
+end
+
+-- The elements of got (n floats) outside atol + rtol * |want|, and the largest difference.
+function M.compare(got, want, n, atol, rtol)
+  local h = M.helpers()
+  h.out:fill(0)
+  h.compare:launch({ grid = 1024, block = 256 }, got, want, n, atol, rtol, h.out)
+  local r = h.out:download("uint32_t", 2)
+  local ffi = require("ffi")
+  local f = ffi.new("uint32_t[1]", r[1])
+  return r[0], ffi.cast("float *", f)[0]
+end
+
+return M
