@@ -28,9 +28,12 @@ static_assert(Plan::producer_warps == 4 && Plan::consumer_threads == 128 * CONSU
               "the plan: producer = { warps = 4 }, consumer = { warps = 4 * BM / 64 }");
 static_assert(Plan::load_box_bytes[Plan::a] == BM * BK * 2 && Plan::load_box_bytes[Plan::b] == BN * BK * 2,
               "the plan's loads are the BM x 64 and BN x 64 bf16 tiles");
-// registers: the producer warpgroup keeps 40, the consumers share the rest (multiples of 8)
-constexpr int CONSUMER_REGS = ((65536 - 128 * 40) / (128 * CONSUMERS)) / 8 * 8 > 232 ? 232
-                            : ((65536 - 128 * 40) / (128 * CONSUMERS)) / 8 * 8;
+// Registers: every thread starts with what __launch_bounds__(block, 1) gives (65536 / block,
+// down to a multiple of 8); the producer warpgroup drops to 40, and the consumers may take only
+// what it released (setmaxnreg.inc waits for free registers in the block: asking for more hangs).
+constexpr int BASE_REGS = (65536 / Plan::block) / 8 * 8 > 248 ? 248 : (65536 / Plan::block) / 8 * 8;
+constexpr int RAISED = BASE_REGS + (128 * (BASE_REGS - 40)) / (128 * CONSUMERS);
+constexpr int CONSUMER_REGS = (RAISED > 232 ? 232 : RAISED) / 8 * 8;
 
 __device__ __forceinline__ void mma(float (&d)[BN / 2], unsigned long long a, unsigned long long b, bool accumulate)
 {

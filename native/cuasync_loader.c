@@ -286,3 +286,32 @@ int cuasync_nvrtc_identity(char *out, size_t outlen, char *err, size_t errlen)
         snprintf(out, outlen, "%s", nvrtc_loaded_path);
     return CUASYNC_OK;
 }
+
+/* cuBLAS, the GEMM yardstick (cuasync_blas.c): opened on first use from $CUDA_HOME/lib64, the
+ * toolkit's default place or the library path; NULL and a message when it is not there. */
+void *cuasync_blas_symbol(const char *name, char *err, size_t errlen)
+{
+    static void *blas;
+    void *sym;
+    if (!blas) {
+        const char *home = getenv("CUDA_HOME");
+        char paths[4][1024];
+        int i, n = 0;
+        if (home && *home) snprintf(paths[n++], sizeof paths[0], "%.900s/lib64/libcublas.so.13", home);
+        snprintf(paths[n++], sizeof paths[0], "/usr/local/cuda/lib64/libcublas.so.13");
+        snprintf(paths[n++], sizeof paths[0], "libcublas.so.13");
+        snprintf(paths[n++], sizeof paths[0], "libcublas.so");
+        for (i = 0; i < n && !blas; i++) {
+            blas = dlopen(paths[i], RTLD_NOW | RTLD_LOCAL);
+            TRACE("dlopen(\"%s\"): %s", paths[i], blas ? "ok" : dlerror());
+        }
+        if (!blas) {
+            cuasync_fail(err, errlen, CUASYNC_E_INVALID,
+                         "cuasync.blas: cuBLAS not found (libcublas.so.13 in $CUDA_HOME/lib64, /usr/local/cuda/lib64 or the library path)");
+            return NULL;
+        }
+    }
+    sym = dlsym(blas, name);
+    if (!sym) cuasync_fail(err, errlen, CUASYNC_E_INVALID, "cuasync.blas: cuBLAS lacks %s", name);
+    return sym;
+}

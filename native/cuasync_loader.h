@@ -20,5 +20,7 @@ int cuasync_nvrtc_version(int *major, int *minor, char *err, size_t errlen);
 int cuasync_nvrtc_identity(char *out, size_t outlen, char *err, size_t errlen);
 /* The loaded NVRTC's path, or "" before cuasync_nvrtc_init succeeded. */
 const char *cuasync_nvrtc_path(void);
+/* A cuBLAS symbol (the library opened on first use), or NULL with a message in err. */
+void *cuasync_blas_symbol(const char *name, char *err, size_t errlen);
 
 #endif

@@ -5,7 +5,7 @@ local MODULES = {
   device = "cuasync_device.h", memory = "cuasync_memory.h", compile = "cuasync_compile.h",
   module = "cuasync_module.h", launch = "cuasync_launch.h", stream = "cuasync_stream.h",
   event = "cuasync_event.h", hash = "cuasync_hash.h", fs = "cuasync_fs.h", tensormap = "cuasync_tensormap.h",
-  nvtx = "cuasync_nvtx.h",
+  nvtx = "cuasync_nvtx.h", blas = "cuasync_blas.h",
 }
 
 local function declarations(text)

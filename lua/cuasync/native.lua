@@ -2,7 +2,7 @@
 local ffi = require("ffi")
 
 for _, m in ipairs({ "types", "core", "error", "loader", "device", "memory", "compile", "module",
-                     "launch", "stream", "event", "hash", "fs", "tensormap", "nvtx" }) do
+                     "launch", "stream", "event", "hash", "fs", "tensormap", "nvtx", "blas" }) do
   require("cuasync.cdef." .. m)
 end
 

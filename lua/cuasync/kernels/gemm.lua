@@ -82,4 +82,12 @@ function M.compare(got, want, n, atol, rtol)
   return r[0], ffi.cast("float *", f)[0]
 end
 
+-- cuBLAS on the same inputs (the yardstick): C = A * B^T, bf16 in, f32 accumulate and out.
+function M.cublas(a, b, c, m, n, k)
+  local native = require("cuasync.native")
+  local buffer = require("cuasync.buffer")
+  native.check(native.C.cuasync_blas_gemm_bf16_tn(buffer.address(a) or a.ptr, buffer.address(b) or b.ptr,
+    buffer.address(c) or c.ptr, m, n, k, native.errbuf, native.ERRLEN))
+end
+
 return M
