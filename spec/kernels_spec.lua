@@ -97,6 +97,12 @@ local EXPECT = {
     "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes", "%globaltimer", "exit;",
     "mbarrier.try_wait.parity.shared::cta.b64",
   },
+  ["gemm_tma.cu"] = {
+    "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16", "setmaxnreg.inc.sync.aligned.u32",
+    "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes", "wgmma.wait_group.sync.aligned 1",
+  },
+  ["gemm_ref.cu"] = { "ld.shared.f32", "atom.global.max.u32" },
+  ["wgmma_desc.cu"] = { "st.global.u64" },
   ["watchdog_cost.cu"] = { "mbarrier.try_wait.parity.shared::cta.b64", "mbarrier.arrive.shared::cta.b64", "%clock64" },
   ["watchdog_canary.cu"] = {
     "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes", "exit;", "%globaltimer", "nanosleep",
@@ -120,6 +126,11 @@ local BUILD = {
     return cuasync.pipeline{ name = "hang", stages = 3, loads = { { map = plan_map{ 64, 32 }, name = "in" } },
       producer = { warps = 1 }, consumer = { warps = 4 } }:program{ file = file, arch = "sm_90a",
       defines = { BOX_X = 64, BOX_Y = 32, HANG = 2 } }
+  end,
+  ["gemm_tma.cu"] = function(file)
+    local gemm = require("cuasync.kernels.gemm")
+    local P = gemm.plan{ stages = 4, bm = 128, bn = 128, m = 1024, n = 1024, k = 1024 }
+    return P:program{ file = file, arch = "sm_90a", defines = { BM = 128, BN = 128 } }
   end,
   ["pipeline_multicast.cu"] = function(file)
     return cuasync.pipeline{ name = "mc", stages = 4, loads = { { map = plan_map{ 64, 16 }, name = "a" } }, multicast = { a = "x" },

@@ -52,6 +52,29 @@ function M.launch_config(P, dev, m, n)
   return P:check(dev):launch_config{ grid = math.min(dev.sms, tiles) }
 end
 
+-- The limits a plan is pruned with where no GPU is open: the device's, else sm_90's.
+function M.limits()
+  local device = require("cuasync.device")
+  local dev = device.peek()
+  if dev then return dev end
+  local l = cuasync.limits.sm_90
+  return { name = "sm_90", cc = 90, smem_optin = l.smem_optin, reserved_smem_per_block = 1024,
+           max_threads_per_block = l.max_threads_per_block }
+end
+
+-- The wgmma shared-memory matrix descriptor as kernels-src/cuasync/wgmma.cuh encodes it (the
+-- specs check one against the other): start >> 4 in bits 0-13, leading-dimension offset >> 4 in
+-- 16-29, stride-dimension offset >> 4 in 32-45, swizzle in 62-63 (0 none, 1 128B, 2 64B, 3 32B).
+-- Returns the high and low 32-bit halves.
+M.SWIZZLE_CODE = { none = 0, ["128B"] = 1, ["64B"] = 2, ["32B"] = 3 }
+function M.descriptor(address, lbo, sbo, swizzle)
+  local code = M.SWIZZLE_CODE[swizzle]
+  if not code then util.fail("gemm.descriptor", ("swizzle must be none, 128B, 64B or 32B (got %s)"):format(util.describe(swizzle))) end
+  local lo = bit.bor(bit.rshift(bit.band(address, 0x3FFFF), 4), bit.lshift(bit.rshift(bit.band(lbo, 0x3FFFF), 4), 16))
+  local hi = bit.bor(bit.rshift(bit.band(sbo, 0x3FFFF), 4), bit.lshift(code, 30))
+  return hi % 2 ^ 32, lo % 2 ^ 32
+end
+
 -- The helpers of kernels-src/gemm_ref.cu, compiled once.
 local helpers
 function M.helpers()
@@ -68,7 +91,7 @@ function M.random(buf, n, seed)
 end
 
 function M.reference(a, b, c, m, n, k)
-  M.helpers().ref:launch({ grid = { math.ceil(n / 128), m }, block = 128 }, a, b, c, m, n, k)
+  M.helpers().ref:launch({ grid = { math.ceil(n / 32), math.ceil(m / 32) }, block = { 32, 32 } }, a, b, c, m, n, k)
 end
 
 -- The elements of got (n floats) outside atol + rtol * |want|, and the largest difference.
