@@ -1,25 +1,29 @@
 -- gemm_sweep.lua: the flagship. A Hopper GEMM mainloop (kernels-src/gemm_tma.cu: TMA loads of A and
 -- B tiles with the 128B swizzle, wgmma from shared memory, warp-specialized on a cuasync.pipeline
--- plan) swept over stages x tile, pruned by the plan's own check (shared memory), every variant
+-- plan, C out through TMA stores) swept over stages x tile x cluster (2: the A tile multicast to
+-- both blocks of a cluster), pruned by the plan's own check (shared memory), every variant
 -- verified against a reference GEMM (kernels-src/gemm_ref.cu, itself checked against a CPU GEMM
 -- by spec/gemm_spec.lua), timed beside cuBLAS on the same inputs in interleaved rounds.
 -- C = A * B^T: A m x k, B n x k (bf16), C m x n (f32). TFLOP/s counts 2 m n k.
 --   luajit examples/gemm_sweep.lua [--m 8192] [--n 8192] [--k 8192] [--stages 2,3,4,5,6,7]
---                                  [--tiles 128x128,128x256,256x128] [--out build]
+--                                  [--tiles 128x128,128x256,256x128] [--clusters 1,2] [--out build]
 local dir = arg[0]:match("^(.*)/[^/]*$") or "."
 dofile(dir .. "/_path.lua")
 local cuasync = require("cuasync")
 local gemm = require("cuasync.kernels.gemm")
 local o = dofile(dir .. "/_args.lua")({ m = 8192, n = 8192, k = 8192, stages = "2,3,4,5,6,7", tiles = "128x128,128x256,256x128",
-  rounds = 5, reps = 10, out = "" }, "gemm_sweep.lua [--m N] [--n N] [--k N] [--stages 2,3,4] [--tiles 128x128,128x256] [--out DIR]")
+  clusters = "1,2", rounds = 5, reps = 10, out = "" },
+  "gemm_sweep.lua [--m N] [--n N] [--k N] [--stages 2,3,4] [--tiles 128x128,128x256] [--clusters 1,2] [--out DIR]")
 local m, n, k = o.m, o.n, o.k
-local stages, tiles = {}, {}
+local stages, tiles, clusters = {}, {}, {}
 for s in o.stages:gmatch("%d+") do stages[#stages + 1] = tonumber(s) end
+for s in tostring(o.clusters):gmatch("%d+") do clusters[#clusters + 1] = tonumber(s) end
 for t in o.tiles:gmatch("[%dx]+") do tiles[#tiles + 1] = t end
 local d   -- the inputs, the reference result and the output, made on first use
 local function data()
   if d then return d end
   d = { a = cuasync.alloc(m * k * 2), b = cuasync.alloc(n * k * 2), c = cuasync.alloc(m * n * 4), r = cuasync.alloc(m * n * 4) }
+  d.cmap = gemm.c_map({ m = m, n = n, epilogue = "tma" }, d.c)
   local seed = tonumber(cuasync.now_ns() % 2 ^ 31)
   gemm.random(d.a, m * k, seed)
   gemm.random(d.b, n * k, seed + 7919)
@@ -30,7 +34,8 @@ end
 local function plan(p, real)
   local bm, bn = gemm.tile(p.tile)
   local x = real and data() or {}
-  return gemm.plan{ stages = p.stages, bm = bm, bn = bn, m = m, n = n, k = k, a = x.a, b = x.b }
+  return gemm.plan{ stages = p.stages, bm = bm, bn = bn, m = m, n = n, k = k, a = x.a, b = x.b, cluster = p.cluster,
+                    epilogue = "tma" }
 end
 local function verify()   -- against the reference, on the device: |got - want| <= 1e-2 + 1e-3 |want|
   local bad, worst = gemm.compare(d.c, d.r, m * n, 1e-2, 1e-3)
@@ -38,14 +43,16 @@ local function verify()   -- against the reference, on the device: |got - want| 
 end
 
 local S = cuasync.sweep{
-  name = ("gemm_%dx%dx%d"):format(m, n, k), params = { stages = stages, tile = tiles }, order = { "tile", "stages" },
+  name = ("gemm_%dx%dx%d"):format(m, n, k), params = { stages = stages, tile = tiles, cluster = clusters },
+  order = { "cluster", "tile", "stages" },
   unit = "TFLOP/s", rounds = o.rounds, reps = o.reps,
   where = function(p) local ok, err = pcall(function() plan(p):check(gemm.limits()) end) return ok, err end,
   program = function(p) return gemm.program(plan(p)) end,
   build = function(p)
     local P, x = plan(p, true), data()
     local kern = gemm.kernel(P)
-    return { run = kern:prepare(gemm.launch_config(P, cuasync.current_device(), m, n), P.loads[1].map, P.loads[2].map, x.c, m, n, k),
+    return { run = kern:prepare(gemm.launch_config(P, cuasync.current_device(), m, n), P.loads[1].map, P.loads[2].map, x.cmap,
+                                x.c, m, n, k),
              poison = function() x.c:fill(0xFF) end, verify = verify, flops = 2 * m * n * k }
   end,
   baseline = { name = "cuBLAS", flops = 2 * m * n * k, run = function() local x = data() gemm.cublas(x.a, x.b, x.c, m, n, k) end },
@@ -61,5 +68,7 @@ end
 if o.out ~= "" then
   print("wrote " .. S:csv(o.out .. "/" .. S.name .. ".csv") .. ", " .. S:json(o.out .. "/" .. S.name .. ".json"))
   local ok, err = pcall(S.plot, S, o.out .. "/" .. S.name .. ".png", { x = "stages", y = "TFLOP/s", series = "tile" })
+  print(ok and ("plot: " .. err) or tostring(err))
+  ok, err = pcall(S.plot, S, o.out .. "/" .. S.name .. "_cluster.png", { x = "stages", y = "TFLOP/s", series = "cluster" })
   print(ok and ("plot: " .. err) or tostring(err))
 end

@@ -5,9 +5,14 @@
 // setmaxnreg) and BM / 64 consumer warpgroups, each computing a 64 x BN slice with wgmma
 // (m64nBNk16, A and B from shared memory). No byte count, stage count or shared-memory offset is
 // written here: the plan's config holds them. Persistent: blocks take output tiles round-robin.
-// Edge tiles: the loads' out-of-bounds fill is zero, and the epilogue stores only inside C.
+//   CLUSTER = 2: the two blocks of a cluster compute neighbouring tiles along N that share their A
+//     tile; each loads half of it (the map's box: BM / 2 rows) and multicasts it to both.
+//   EPILOGUE = 1: C goes out through TMA stores of 64 x 32 chunks staged in the plan's scratch
+//     region (one 8 KiB chunk buffer per consumer warpgroup); 0: each thread stores its
+//     accumulators. The loads' out-of-bounds fill is zero; both epilogues store only inside C.
 #include <cuasync/pipelines/gemm.cuh>
 #include <cuasync/tma.cuh>
+#include <cuasync/bulk.cuh>
 #include <cuasync/wgmma.cuh>
 
 #ifndef BM
@@ -16,7 +21,14 @@
 #ifndef BN
 #define BN 128
 #endif
+#ifndef CLUSTER
+#define CLUSTER 1
+#endif
+#ifndef EPILOGUE
+#define EPILOGUE 1
+#endif
 #define BK 64
+#define CHUNK_COLS 32
 
 typedef cuasync::pipelines::gemm Plan;
 typedef cuasync::pipeline<Plan> Pipe;
@@ -26,8 +38,10 @@ constexpr int CONSUMERS = BM / 64;   // consumer warpgroups
 static_assert(BM % 64 == 0 && (BN == 64 || BN == 128 || BN == 256), "BM a multiple of 64; BN 64, 128 or 256");
 static_assert(Plan::producer_warps == 4 && Plan::consumer_threads == 128 * CONSUMERS,
               "the plan: producer = { warps = 4 }, consumer = { warps = 4 * BM / 64 }");
-static_assert(Plan::load_box_bytes[Plan::a] == BM * BK * 2 && Plan::load_box_bytes[Plan::b] == BN * BK * 2,
-              "the plan's loads are the BM x 64 and BN x 64 bf16 tiles");
+static_assert(Plan::load_box_bytes[Plan::a] * CLUSTER == BM * BK * 2 && Plan::load_box_bytes[Plan::b] == BN * BK * 2,
+              "the plan's loads are the BM x 64 A tile (in CLUSTER slices) and the BN x 64 B tile, bf16");
+static_assert(Plan::cluster_size == CLUSTER && Plan::load_slices[Plan::a] == CLUSTER, "the plan's cluster is CLUSTER along x, A multicast");
+static_assert(!EPILOGUE || Plan::scratch_bytes >= CONSUMERS * 64 * CHUNK_COLS * 4, "the TMA epilogue needs its scratch");
 // Registers: every thread starts with what __launch_bounds__(block, 1) gives (65536 / block,
 // down to a multiple of 8); the producer warpgroup drops to 40, and the consumers may take only
 // what it released (setmaxnreg.inc waits for free registers in the block: asking for more hangs).
@@ -46,34 +60,69 @@ __device__ __forceinline__ void mma(float (&d)[BN / 2], unsigned long long a, un
 #endif
 }
 
+// The 128 threads of consumer warpgroup c (named barrier 1 + c; 0 is __syncthreads).
+__device__ __forceinline__ void warpgroup_sync(unsigned c)
+{
+    asm volatile("bar.sync %0, 128;" :: "r"(1u + c) : "memory");
+}
+
+// Tile t of the block: its row and column. With CLUSTER = 2 the cluster takes pairs of tiles
+// along N (the same A rows); rank r takes the r-th of the pair.
+struct tiling {
+    unsigned tiles_m, tiles_n, pairs_n, count;
+    __device__ tiling(unsigned M, unsigned N)
+        : tiles_m((M + BM - 1) / BM), tiles_n((N + BN - 1) / BN), pairs_n((tiles_n + CLUSTER - 1) / CLUSTER),
+          count(tiles_m * pairs_n) {}
+    __device__ unsigned m0(unsigned t) const { return (t / pairs_n) * BM; }
+    __device__ unsigned n0(unsigned t, unsigned rank) const { return ((t % pairs_n) * CLUSTER + rank) * BN; }
+};
+
 extern "C" __global__ void __launch_bounds__(Plan::block, 1) gemm_tma(const __grid_constant__ cuasync::tensormap A,
-    const __grid_constant__ cuasync::tensormap B, float *C, unsigned M, unsigned N, unsigned K)
+    const __grid_constant__ cuasync::tensormap B, const __grid_constant__ cuasync::tensormap Cmap, float *C,
+    unsigned M, unsigned N, unsigned K)
 {
     Pipe pipe;
     pipe.init();
-    const unsigned tiles_n = (N + BN - 1) / BN, tiles = ((M + BM - 1) / BM) * tiles_n, kt = (K + BK - 1) / BK;
+    const tiling tl(M, N);
+    const unsigned kt = (K + BK - 1) / BK;
+#if CLUSTER > 1
+    const unsigned rank = cuasync::cluster::rank(), first = blockIdx.x / CLUSTER, step = gridDim.x / CLUSTER;
+#else
+    const unsigned rank = 0, first = blockIdx.x, step = gridDim.x;
+#endif
     const unsigned group = threadIdx.x / 128u;
     if (group == 0) {
         wg::setmaxnreg_dec<40>();
         if (!pipe.is_producer_thread()) return;
         auto st = pipe.producer_start();
-        for (unsigned t = blockIdx.x; t < tiles; t += gridDim.x) {
-            const int m0 = (int)((t / tiles_n) * BM), n0 = (int)((t % tiles_n) * BN);
+        for (unsigned t = first; t < tl.count; t += step) {
+            const int m0 = (int)tl.m0(t), n0 = (int)tl.n0(t, rank);
             for (unsigned k = 0; k < kt; ++k, st.advance()) {
                 pipe.producer_acquire(st);
                 pipe.producer_expect(st);
+#if CLUSTER > 1
+                cuasync::tma::load_multicast(pipe.slice(st, Plan::a, rank), &A, pipe.full_barrier(st),
+                                             pipe.multicast_mask(Plan::a), (int)(k * BK), m0 + (int)(rank * (BM / CLUSTER)));
+#else
                 cuasync::tma::load(pipe.buffer(st, Plan::a), &A, pipe.full_barrier(st), (int)(k * BK), m0);
+#endif
                 cuasync::tma::load(pipe.buffer(st, Plan::b), &B, pipe.full_barrier(st), (int)(k * BK), n0);
             }
         }
+#if CLUSTER > 1
+        pipe.producer_tail(st);   // no block leaves while its peer still releases into it
+#endif
         return;
     }
     wg::setmaxnreg_inc<CONSUMER_REGS>();
     const unsigned c = group - 1u, tid = threadIdx.x % 128u;
     auto st = pipe.consumer_start();
     float acc[BN / 2];
-    for (unsigned t = blockIdx.x; t < tiles; t += gridDim.x) {
-        const unsigned m0 = (t / tiles_n) * BM, n0 = (t % tiles_n) * BN;
+#if EPILOGUE
+    float *chunk = reinterpret_cast<float *>(pipe.scratch()) + c * 64u * CHUNK_COLS;
+#endif
+    for (unsigned t = first; t < tl.count; t += step) {
+        const unsigned m0 = tl.m0(t), n0 = tl.n0(t, rank);
         auto prev = st;
         for (unsigned k = 0; k < kt; ++k) {
             pipe.consumer_wait(st);
@@ -93,10 +142,32 @@ extern "C" __global__ void __launch_bounds__(Plan::block, 1) gemm_tma(const __gr
         wg::wait_group<0>();
         pipe.consumer_release(prev);
         const unsigned row0 = m0 + 64u * c;
+#if EPILOGUE
+        // 64 x 32 chunks through shared memory; the TMA store clips at the edges of C
+#pragma unroll
+        for (unsigned j = 0; j < BN / CHUNK_COLS; ++j) {
+            if (tid == 0) cuasync::bulk::wait_group_read<0>();   // the last store has read the chunk
+            warpgroup_sync(c);
+#pragma unroll
+            for (unsigned i = j * (CHUNK_COLS / 2); i < (j + 1) * (CHUNK_COLS / 2); ++i)
+                chunk[wg::acc_row(i, tid) * CHUNK_COLS + wg::acc_col(i, tid) - j * CHUNK_COLS] = acc[i];
+            cuasync::bulk::fence_proxy_async_shared();   // these writes, then the async proxy reads them
+            warpgroup_sync(c);
+            if (tid == 0) {
+                cuasync::tma::store(&Cmap, chunk, (int)(n0 + j * CHUNK_COLS), (int)row0);
+                cuasync::bulk::commit_group();
+            }
+        }
+#else
 #pragma unroll
         for (unsigned i = 0; i < BN / 2; ++i) {
             const unsigned r = row0 + wg::acc_row(i, tid), col = n0 + wg::acc_col(i, tid);
             if (r < M && col < N) C[(size_t)r * N + col] = acc[i];
         }
+#endif
     }
+#if EPILOGUE
+    if (tid == 0) cuasync::bulk::wait_group<0>();   // every store has written C before the block exits
+#endif
+    (void)C;
 }

@@ -79,10 +79,14 @@ describe("gemm", function()
         end
       end
     end
-    assert.equal(6 + 3 + 3, n)   -- 128x128 fits 2..7 stages, the 48 KiB stages of the others 2..4
+    assert.equal(5 + 3 + 3, n)   -- with the epilogue's scratch: 128x128 fits 2..6 stages, the 48 KiB ones 2..4
     assert.error_matches(function() gemm.tile("100x128") end, 'tile must be "BMxBN"')
     assert.error_matches(function() gemm.plan{ stages = 2, bm = 128, bn = 128, m = 64, n = 64, k = 100 } end,
       "k = 100 must be a multiple of 8")
+    assert.error_matches(function() gemm.plan{ stages = 2, bm = 128, bn = 128, m = 64, n = 66, k = 64 } end,
+      'epilogue "tma" needs n a multiple of 4')
+    assert.error_matches(function() gemm.plan{ stages = 2, bm = 128, bn = 128, m = 64, n = 64, k = 64, cluster = 4 } end,
+      "cluster must be 1 or 2")
   end)
 
   gpu_it("encodes descriptors on the device as the Lua twin", function()
@@ -136,21 +140,27 @@ describe("gemm", function()
   gpu_it("gemm_tma matches the reference on edge shapes, every tile; cuBLAS does too", function()
     local dev = cuasync.device(0)
     local lines = {}
-    for _, shape in ipairs({ { 300, 200, 136 }, { 130, 257, 72 }, { 64, 64, 8 }, { 513, 129, 1000 } }) do
+    for _, shape in ipairs({ { 300, 200, 136 }, { 130, 257, 72 }, { 64, 64, 8 }, { 513, 129, 1000 }, { 700, 1000, 264 } }) do
       local m, n, k = shape[1], shape[2], shape[3]
       local A, B, C, R = cuasync.alloc(m * k * 2), cuasync.alloc(n * k * 2), cuasync.alloc(m * n * 4), cuasync.alloc(m * n * 4)
       gemm.random(A, m * k, H.random_u32())
       gemm.random(B, n * k, H.random_u32())
       gemm.reference(A, B, R, m, n, k)
       for _, t in ipairs(gemm.TILES) do
-        local bm, bn = gemm.tile(t)
-        local P = gemm.plan{ stages = 3, bm = bm, bn = bn, m = m, n = n, k = k, a = A, b = B }
-        C:fill(0xFF)   -- NaN: an element the kernel misses cannot pass
-        gemm.kernel(P):launch(gemm.launch_config(P, dev, m, n), P.loads[1].map, P.loads[2].map, C, m, n, k)
-        cuasync.synchronize()
-        local bad, worst = gemm.compare(C, R, m * n, 1e-3, 1e-4)
-        lines[#lines + 1] = ("%dx%dx%d %s: %d bad, largest difference %g"):format(m, n, k, t, bad, worst)
-        assert.equal(0, bad, lines[#lines])
+        for _, cl in ipairs({ 1, 2 }) do
+          -- the TMA epilogue where its store map can be (n a multiple of 4), the direct one always
+          for _, ep in ipairs(n % 4 == 0 and { "tma", "direct" } or { "direct" }) do
+            local bm, bn = gemm.tile(t)
+            local P = gemm.plan{ stages = 3, bm = bm, bn = bn, m = m, n = n, k = k, a = A, b = B, cluster = cl, epilogue = ep }
+            C:fill(0xFF)   -- NaN: an element the kernel misses cannot pass
+            gemm.kernel(P):launch(gemm.launch_config(P, dev, m, n), P.loads[1].map, P.loads[2].map, gemm.c_map(P, C), C, m, n, k)
+            cuasync.synchronize()
+            local bad, worst = gemm.compare(C, R, m * n, 1e-3, 1e-4)
+            lines[#lines + 1] = ("%dx%dx%d %s cluster %d epilogue %s: %d bad, largest difference %g"):format(m, n, k, t, cl, ep,
+              bad, worst)
+            assert.equal(0, bad, lines[#lines])
+          end
+        end
       end
       C:fill(0xFF)
       gemm.cublas(A, B, C, m, n, k)

@@ -61,6 +61,17 @@ describe("pipeline plan", function()
     for _, e in ipairs(L) do assert.equal(0, e.offset % e.align, e.name) end
   end)
 
+  it("places a scratch region after the barriers, 1024-aligned, and counts it", function()
+    local base = plan()
+    local P = plan{ scratch = 8192 }
+    local L = P:layout()
+    assert.same({ name = "scratch", offset = 99328, bytes = 8192, align = 1024 }, L[#L])   -- 98304 + 64 -> 1024-aligned
+    assert.equal(base.smem_bytes - base.barrier_end + 99328 + 8192 - base.slack + P.slack, P.smem_bytes)
+    assert.truthy(P:header():find("static constexpr unsigned scratch_offset = 99328u, scratch_bytes = 8192u;", 1, true))
+    assert.truthy(P:explain():find("scratch: 8192 B at 99328", 1, true))
+    assert.error_matches(function() plan{ scratch = -1 } end, "scratch must be an integer in 0..1048576")
+  end)
+
   it("counts roles: unified, partitioned, warps or threads", function()
     local P = plan{ producer = "all", consumer = { warps = 4 } }
     assert.same({ 128, 4 }, { P.block, P.empty_count })

@@ -126,6 +126,9 @@ struct pipeline {
     __device__ mbarrier_t *empty(int s) const { return reinterpret_cast<mbarrier_t *>(base + Config::empty_offset) + s; }
     __device__ mbarrier_t *full_barrier(const state &st) const { return full(st.index); }
 
+    // The plan's scratch region (Config::scratch_bytes, 1024-aligned; nullptr-free: check the size).
+    __device__ unsigned char *scratch() const { return base + Config::scratch_offset; }
+
     // The stage buffer of load `l` (a Config load index) at st; slice i of it for a load of
     // several boxes or a multicast load (slices are Config::load_box_smem[l] bytes apart).
     __device__ unsigned char *buffer(const state &st, int l) const

@@ -6,6 +6,8 @@
 --   P:check(dev), P:program{ file = ... }, P:launch_config{ grid = n }, P:simulate{}, P:mutate{}
 -- A load is a tensor map, or { map = tm, name = "A", boxes = n } (n boxes per stage, e.g. a tile
 -- wider than the swizzle span). stage_bytes = n instead of loads: bulk copies of n bytes a stage.
+-- scratch = n: n bytes of the kernel's own after the barriers (an epilogue's staging buffer),
+-- counted in smem_bytes and in check(); pipe.scratch() on the device.
 -- The arithmetic lives in model/pipeline_plan.lua, the protocol in model/pipeline_protocol.lua.
 local util = require("cuasync.util")
 local tensormap = require("cuasync.tensormap")
@@ -18,7 +20,7 @@ local Pipeline = {}
 Pipeline.__index = Pipeline
 
 local FIELDS = { name = true, stages = true, loads = true, stage_bytes = true, producer = true, consumer = true,
-                 cluster = true, multicast = true }
+                 cluster = true, multicast = true, scratch = true }
 local LOAD_FIELDS = { map = true, name = true, boxes = true }
 -- A stage buffer starts on the swizzle pattern's repeat (8 spans; 128 bytes without swizzle).
 M.ALIGN = { none = 128, ["32B"] = 256, ["64B"] = 512, ["128B"] = 1024 }
@@ -136,8 +138,9 @@ function M.new(spec)
   local roles = plans.roles(spec.producer, spec.consumer)
   local cluster, size = plans.cluster(spec.cluster)
   multicast_of(spec, loads, cluster)
+  local scratch = util.int_in("pipeline", "scratch", spec.scratch or 0, 0, 2 ^ 20)
   local plan = plans.derive{ name = name, stages = stages, loads = loads, roles = roles, cluster = cluster,
-                             cluster_size = size }
+                             cluster_size = size, scratch = scratch }
   plan.cluster_given = spec.cluster ~= nil
   plans.check_layout(plan)
   return setmetatable(plan, Pipeline)

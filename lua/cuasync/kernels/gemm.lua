@@ -1,9 +1,13 @@
 -- Drivers of the project's GEMM kernels: kernels-src/gemm_tma.cu (TMA + wgmma on a
 -- cuasync.pipeline plan) and kernels-src/gemm_ref.cu (a simple correct reference, random bf16 data
 -- and a device-side comparison). C = A * B^T with A: M x K, B: N x K bf16 row-major, C: M x N f32.
---   local P = gemm.plan{ stages = 4, bm = 128, bn = 128, m = M, n = N, k = K, a = bufA, b = bufB }
---   local k = gemm.kernel(P)          -- compiled for the plan (BM, BN as defines)
---   gemm.launch_config(P, dev, m, n)  -- a persistent grid: one block per SM at most, one per tile
+--   local P = gemm.plan{ stages = 4, bm = 128, bn = 128, m = M, n = N, k = K, a = bufA, b = bufB,
+--                        cluster = 1 | 2, epilogue = "tma" | "direct" }
+--   local k = gemm.kernel(P)          -- compiled for the plan (BM, BN, CLUSTER, EPILOGUE as defines)
+--   k:launch(gemm.launch_config(P, dev, m, n), P.loads[1].map, P.loads[2].map, gemm.c_map(P, C), C, m, n, k)
+-- cluster = 2: the two blocks of a cluster share the A tile (each loads half, multicast);
+-- epilogue = "tma": C leaves through TMA stores of 64 x 32 chunks staged in the plan's scratch
+-- (n a multiple of 4: a store map's rows are whole 16-byte units); "direct": plain stores.
 local cuasync = require("cuasync")
 local util = require("cuasync.util")
 
@@ -28,28 +32,53 @@ local function map(buf, rows, k, box_rows)
     encode = buf ~= nil, dtype = "bf16", dims = { k, rows }, box = { M.BK, box_rows }, swizzle = "128B", load_only = true }
 end
 
--- gemm.plan{ stages, bm, bn, m, n, k[, a, b] }: the pipeline: loads A and B tiles; one producer
--- warpgroup; bm / 64 consumer warpgroups.
+M.CHUNK_COLS = 32   -- the TMA epilogue's 64 x 32 f32 chunks (kernels-src/gemm_tma.cu)
+
+-- gemm.plan{ stages, bm, bn, m, n, k[, a, b, cluster, epilogue] }: the pipeline: loads A (in
+-- `cluster` multicast slices) and B tiles; one producer warpgroup; bm / 64 consumer warpgroups;
+-- the TMA epilogue's scratch.
 function M.plan(o)
   util.kind("gemm", "argument", o, "table")
+  local cluster = o.cluster or 1
+  if cluster ~= 1 and cluster ~= 2 then util.fail("gemm", ("cluster must be 1 or 2 (got %s)"):format(util.describe(cluster))) end
+  local epilogue = o.epilogue or "tma"
+  if epilogue ~= "tma" and epilogue ~= "direct" then
+    util.fail("gemm", ('epilogue must be "tma" or "direct" (got %s)'):format(util.describe(epilogue)))
+  end
+  if epilogue == "tma" and o.n % 4 ~= 0 then
+    util.fail("gemm", ('epilogue "tma" needs n a multiple of 4 (a TMA store writes whole 16-byte units of a row; n = %d): use epilogue = "direct"'):format(o.n))
+  end
+  local consumers = o.bm / 64
   local P = cuasync.pipeline{ name = "gemm", stages = o.stages,
-    loads = { { map = map(o.a, o.m, o.k, o.bm), name = "a" }, { map = map(o.b, o.n, o.k, o.bn), name = "b" } },
-    producer = { warps = 4 }, consumer = { warps = 4 * o.bm / 64 } }
-  P.bm, P.bn = o.bm, o.bn
+    loads = { { map = map(o.a, o.m, o.k, o.bm / cluster), name = "a" }, { map = map(o.b, o.n, o.k, o.bn), name = "b" } },
+    multicast = cluster > 1 and { a = "x" } or nil, cluster = cluster > 1 and { cluster, 1, 1 } or nil,
+    producer = { warps = 4 }, consumer = { warps = 4 * consumers },
+    scratch = epilogue == "tma" and consumers * 64 * M.CHUNK_COLS * 4 or nil }
+  P.bm, P.bn, P.cluster_blocks, P.epilogue, P.m, P.n = o.bm, o.bn, cluster, epilogue, o.m, o.n
   return P
 end
 
 function M.program(P)
-  return P:program{ file = "gemm_tma.cu", defines = { BM = P.bm, BN = P.bn } }
+  return P:program{ file = "gemm_tma.cu", defines = { BM = P.bm, BN = P.bn, CLUSTER = P.cluster_blocks,
+                                                       EPILOGUE = P.epilogue == "tma" and 1 or 0 } }
 end
 
 function M.kernel(P)
-  return M.program(P):compile():kernel("gemm_tma", "tensormap, tensormap, ptr, u32, u32, u32")
+  return M.program(P):compile():kernel("gemm_tma", "tensormap, tensormap, tensormap, ptr, u32, u32, u32")
 end
 
+-- The map the TMA epilogue stores C through (m x n f32, boxes of 32 x 64); for the direct
+-- epilogue, a map of C only passed along (never stored through).
+function M.c_map(P, c)
+  return cuasync.tensormap{ buffer = c, dtype = "f32", dims = { P.n, P.m }, box = { M.CHUNK_COLS, 64 },
+                            load_only = P.epilogue ~= "tma" }
+end
+
+-- A persistent grid: at most one block per SM, at most one per tile (a cluster's pair of tiles).
 function M.launch_config(P, dev, m, n)
-  local tiles = math.ceil(m / P.bm) * math.ceil(n / P.bn)
-  return P:check(dev):launch_config{ grid = math.min(dev.sms, tiles) }
+  local c = P.cluster_blocks or 1
+  local units = math.ceil(m / P.bm) * math.ceil(math.ceil(n / P.bn) / c)
+  return P:check(dev):launch_config{ grid = c * math.min(math.floor(dev.sms / c), units) }
 end
 
 -- The limits a plan is pruned with where no GPU is open: the device's, else sm_90's.

@@ -98,7 +98,7 @@ function M.peers(plan, r)
   return list
 end
 
--- derive{ name, stages, loads = {descriptors} | stage_bytes = n, roles, cluster, cluster_size }
+-- derive{ name, stages, loads = {descriptors} | stage_bytes = n, roles, cluster, cluster_size, scratch = bytes }
 function M.derive(o)
   local plan = { name = o.name, stages = o.stages, roles = o.roles, cluster = o.cluster, cluster_size = o.cluster_size,
                  loads = {} }
@@ -131,9 +131,16 @@ function M.derive(o)
   plan.full_offset = round_up(plan.data_bytes, ring.BARRIER_BYTES)
   plan.empty_offset = plan.full_offset + ring.BARRIER_BYTES * o.stages
   plan.barrier_end = plan.empty_offset + ring.BARRIER_BYTES * o.stages
+  -- scratch: a region of the kernel's own after the barriers (an epilogue's staging buffer),
+  -- 1024-aligned so that any swizzle or TMA store may use it
+  plan.scratch_bytes = o.scratch or 0
+  plan.scratch_offset = plan.scratch_bytes > 0 and round_up(plan.barrier_end, 1024) or plan.barrier_end
+  if plan.scratch_bytes > 0 and max_align < 1024 then max_align = 1024 end
+  plan.align = max_align
+  local last = plan.scratch_offset + plan.scratch_bytes
   -- the dynamic-smem base is only 16-byte aligned by contract: carve from the next aligned byte
   plan.slack = max_align > 16 and max_align - 16 or 0
-  plan.smem_bytes = plan.barrier_end + plan.slack
+  plan.smem_bytes = last + plan.slack
   plan.block = o.roles.block
   plan.full_count = 1   -- one elected producer thread arrives (with expect_tx) per stage
   plan.peer_count = #M.peers(plan, 0)
@@ -159,6 +166,9 @@ function M.layout(plan)
       out[#out + 1] = { name = ("%s[%d]"):format(which, s), offset = base + s * ring.BARRIER_BYTES,
                         bytes = ring.BARRIER_BYTES, align = ring.BARRIER_BYTES }
     end
+  end
+  if (plan.scratch_bytes or 0) > 0 then
+    out[#out + 1] = { name = "scratch", offset = plan.scratch_offset, bytes = plan.scratch_bytes, align = 1024 }
   end
   return out
 end
@@ -221,6 +231,9 @@ function M.explain(plan)
   out[#out + 1] = ("  stage pitch %d B (aligned to %d) x %d = %d B; full[0..%d] at %d, empty[0..%d] at %d; + %d B slack to align the dynamic base to %d = %d B of dynamic shared memory"):format(
     plan.pitch, plan.align, plan.stages, plan.data_bytes, plan.stages - 1, plan.full_offset, plan.stages - 1,
     plan.empty_offset, plan.slack, plan.align, plan.smem_bytes)
+  if (plan.scratch_bytes or 0) > 0 then
+    out[#out + 1] = ("  scratch: %d B at %d (the kernel's own region, 1024-aligned)"):format(plan.scratch_bytes, plan.scratch_offset)
+  end
   out[#out + 1] = ("  full: %d arrival (the producer's arrive.expect_tx) + %d tx bytes; empty: %d arrivals (%s%s)"):format(
     plan.full_count, plan.tx_bytes, plan.empty_count,
     r.arrive_by == "warp" and ("one elected lane of each of %d consumer warps"):format(r.consumer_warps)
@@ -253,6 +266,7 @@ function M.header(plan)
     ("    static constexpr unsigned full_offset = %du;"):format(plan.full_offset),
     ("    static constexpr unsigned empty_offset = %du;"):format(plan.empty_offset),
     ("    static constexpr unsigned smem_bytes = %du;     // with %u bytes of alignment slack"):format(plan.smem_bytes, plan.slack),
+    ("    static constexpr unsigned scratch_offset = %du, scratch_bytes = %du;"):format(plan.scratch_offset, plan.scratch_bytes or 0),
     ("    static constexpr unsigned block = %du;"):format(plan.block),
     ("    static constexpr bool unified = %s;"):format(r.unified and "true" or "false"),
     ("    static constexpr unsigned producer_warps = %du;"):format(r.producer_warps),
