@@ -51,7 +51,7 @@ local S = cuasync.sweep{
   build = function(p)
     local P, x = plan(p, true), data()
     local kern = gemm.kernel(P)
-    return { run = kern:prepare(gemm.launch_config(P, cuasync.current_device(), m, n), P.loads[1].map, P.loads[2].map, x.cmap,
+    return { run = kern:prepare(gemm.launch_config(P, cuasync.current_device(), m, n, kern), P.loads[1].map, P.loads[2].map, x.cmap,
                                 x.c, m, n, k),
              poison = function() x.c:fill(0xFF) end, verify = verify, flops = 2 * m * n * k }
   end,

@@ -153,7 +153,8 @@ describe("gemm", function()
             local bm, bn = gemm.tile(t)
             local P = gemm.plan{ stages = 3, bm = bm, bn = bn, m = m, n = n, k = k, a = A, b = B, cluster = cl, epilogue = ep }
             C:fill(0xFF)   -- NaN: an element the kernel misses cannot pass
-            gemm.kernel(P):launch(gemm.launch_config(P, dev, m, n), P.loads[1].map, P.loads[2].map, gemm.c_map(P, C), C, m, n, k)
+            local kern = gemm.kernel(P)
+            kern:launch(gemm.launch_config(P, dev, m, n, kern), P.loads[1].map, P.loads[2].map, gemm.c_map(P, C), C, m, n, k)
             cuasync.synchronize()
             local bad, worst = gemm.compare(C, R, m * n, 1e-3, 1e-4)
             lines[#lines + 1] = ("%dx%dx%d %s cluster %d epilogue %s: %d bad, largest difference %g"):format(m, n, k, t, cl, ep,

@@ -68,17 +68,28 @@ function M.kernel(P)
 end
 
 -- The map the TMA epilogue stores C through (m x n f32, boxes of 32 x 64); for the direct
--- epilogue, a map of C only passed along (never stored through).
+-- epilogue, a 1D map of C only passed along (never stored through; any n).
 function M.c_map(P, c)
-  return cuasync.tensormap{ buffer = c, dtype = "f32", dims = { P.n, P.m }, box = { M.CHUNK_COLS, 64 },
-                            load_only = P.epilogue ~= "tma" }
+  if P.epilogue ~= "tma" then
+    return cuasync.tensormap{ buffer = c, dtype = "f32", dims = { P.m * P.n }, box = { M.CHUNK_COLS }, load_only = true }
+  end
+  return cuasync.tensormap{ buffer = c, dtype = "f32", dims = { P.n, P.m }, box = { M.CHUNK_COLS, 64 } }
 end
 
--- A persistent grid: at most one block per SM, at most one per tile (a cluster's pair of tiles).
-function M.launch_config(P, dev, m, n)
+-- A persistent grid: at most one block per SM, at most one per tile (a cluster's pair of tiles);
+-- with clusters, at most as many as can be co-resident (kernel:max_active_clusters): a persistent
+-- grid larger than that would run a second wave.
+function M.launch_config(P, dev, m, n, kernel)
   local c = P.cluster_blocks or 1
   local units = math.ceil(m / P.bm) * math.ceil(math.ceil(n / P.bn) / c)
-  return P:check(dev):launch_config{ grid = c * math.min(math.floor(dev.sms / c), units) }
+  local slots = math.floor(dev.sms / c)
+  local cfg = P:check(dev):launch_config{ grid = c * math.min(slots, units) }
+  if c > 1 and kernel then
+    local active = kernel:max_active_clusters(cfg)
+    if active < 1 then util.fail("gemm", ("no cluster of %d blocks of this plan can be resident"):format(c)) end
+    cfg.grid = c * math.min(active, units)
+  end
+  return cfg
 end
 
 -- The limits a plan is pruned with where no GPU is open: the device's, else sm_90's.
