@@ -176,6 +176,8 @@ end
 local MAX_RUNS = 64
 local launch_key = launch.key
 function Kernel:launch(cfg, ...)
+  -- before the arguments are packed: a stale kernel is named before a dead buffer argument is
+  -- (the runner's own check comes after its setters)
   if self.generation ~= native.state.generation then stale(self) end
   local key = launch_key(cfg)
   local run = key and self.runs[key]

@@ -8,7 +8,10 @@
 -- cluster = 2: the two blocks of a cluster share the A tile (each loads half, multicast);
 -- epilogue = "tma": C leaves through TMA stores of 64 x 32 chunks staged in the plan's scratch
 -- (n a multiple of 4: a store map's rows are whole 16-byte units); "direct": plain stores.
+local ffi = require("ffi")
 local cuasync = require("cuasync")
+local native = require("cuasync.native")
+local buffer = require("cuasync.buffer")
 local util = require("cuasync.util")
 
 local M = {}
@@ -140,17 +143,14 @@ function M.compare(got, want, n, atol, rtol)
   h.out:fill(0)
   h.compare:launch({ grid = 1024, block = 256 }, got, want, n, atol, rtol, h.out)
   local r = h.out:download("uint32_t", 2)
-  local ffi = require("ffi")
-  local f = ffi.new("uint32_t[1]", r[1])
-  return r[0], ffi.cast("float *", f)[0]
+  return r[0], ffi.cast("float *", r + 1)[0]   -- word 1 holds the float's bits
 end
 
 -- cuBLAS on the same inputs (the yardstick): C = A * B^T, bf16 in, f32 accumulate and out.
 function M.cublas(a, b, c, m, n, k)
-  local native = require("cuasync.native")
-  local buffer = require("cuasync.buffer")
-  native.check(native.C.cuasync_blas_gemm_bf16_tn(buffer.address(a) or a.ptr, buffer.address(b) or b.ptr,
-    buffer.address(c) or c.ptr, m, n, k, native.errbuf, native.ERRLEN))
+  local where = "gemm.cublas"
+  native.check(native.C.cuasync_blas_gemm_bf16_tn(buffer.memory(where, "a", a), buffer.memory(where, "b", b),
+    buffer.memory(where, "c", c), m, n, k, native.errbuf, native.ERRLEN))
 end
 
 return M

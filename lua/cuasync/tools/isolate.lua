@@ -7,6 +7,7 @@ local M = {}
 local function shell_quote(s)
   return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
 end
+M.shell_quote = shell_quote
 
 function M.run(code, opts)
   opts = opts or {}

@@ -167,7 +167,7 @@ end
 
 -- -- Workers ------------------------------------------------------------------------------------
 
-local function shell_quote(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+local shell_quote = require("cuasync.tools.isolate").shell_quote
 
 local function json() return report.json_lib() end
 
