@@ -92,7 +92,7 @@ describe("pipeline plan", function()
     assert.same({ MAIN_STAGES = 4, MAIN_TX_BYTES = 24576, MAIN_SMEM_BYTES = P.smem_bytes, MAIN_BLOCK = 160,
                   MAIN_STAGE_PITCH = 24576 }, P:defines())
     local prog = P:program{ source = "#include <cuasync/pipelines/main.cuh>\nextern \"C\" __global__ void k() {}" }
-    assert.equal(P, prog.pipeline)
+    assert.equal(P, prog.hooks.plan)
     assert.equal(24576, prog.defines.MAIN_TX_BYTES + 0)
     assert.same({ "cuasync/pipelines/main.cuh" }, prog.headers.names)
   end)

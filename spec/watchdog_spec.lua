@@ -83,7 +83,7 @@ describe("watchdog", function()
   it("turns a record into an error naming kernel, block, warp, barrier, stage, parity and iteration", function()
     local P = cuasync.pipeline{ name = "main", stages = 4, loads = { plan_map{ 64, 64 }, plan_map{ 64, 128 } },
                                 producer = { warps = 1 }, consumer = { warps = 4 } }
-    local mod = { name = "k.cu", watch = { last = "mainloop" }, program = { pipeline = P } }
+    local mod = { name = "k.cu", watch = { last = "mainloop" }, program = { hooks = { plan = P } } }
     -- a consumer on full[2] at iteration 37 (pass 9: parity 1) whose stage was armed: bytes differ
     local e = watchdog.error_from(record{ offset = P.full_offset + 16, parity = 1, stage = 2, role = 2, iteration = 37,
                                           armed = 40 }, mod, true)

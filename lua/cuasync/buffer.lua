@@ -4,6 +4,8 @@ local native = require("cuasync.native")
 local device = require("cuasync.device")
 local util = require("cuasync.util")
 local handle = require("cuasync.handle")
+local watchdog = require("cuasync.watchdog")
+require("cuasync.cdef.memory")
 
 local C, errbuf, ERRLEN = native.C, native.errbuf, native.ERRLEN
 
@@ -17,7 +19,7 @@ local Buffer, HostBuffer = {}, {}
 local buffer_t, host_buffer_t
 
 local function open_buffer(where, b)
-  if b.ptr == 0 then util.fail(where, require("cuasync.handle").dead("buffer", b)) end
+  if b.ptr == 0 then util.fail(where, handle.dead("buffer", b)) end
 end
 
 -- A (pointer, bytes) view of what upload/download may take: string, host buffer, cdata.
@@ -25,14 +27,14 @@ local function host_view(where, src, bytes)
   local t = type(src)
   if t == "string" then
     if bytes and bytes > #src then
-      util.fail(where, ("bytes = %d but the string holds %d"):format(bytes, #src), 4)
+      util.fail(where, ("bytes = %d but the string holds %d"):format(bytes, #src))
     end
     return src, bytes or #src
   elseif ffi.istype(host_buffer_t, src) then
-    if src.ptr == nil then util.fail(where, require("cuasync.handle").dead("host buffer", src)) end
+    if src.ptr == nil then util.fail(where, handle.dead("host buffer", src)) end
     local n = tonumber(src.nbytes)
     if bytes and bytes > n then
-      util.fail(where, ("bytes = %d but the host buffer holds %d"):format(bytes, n), 4)
+      util.fail(where, ("bytes = %d but the host buffer holds %d"):format(bytes, n))
     end
     return src.ptr, bytes or n
   elseif t == "cdata" then
@@ -40,23 +42,23 @@ local function host_view(where, src, bytes)
     local is_pointer = tostring(ffi.typeof(src)):match("%*>$") ~= nil
     local size = not is_pointer and ffi.sizeof(src) or nil
     if not bytes then
-      if not size then util.fail(where, "bytes is required when the host data is a pointer", 4) end
+      if not size then util.fail(where, "bytes is required when the host data is a pointer") end
       bytes = size
     elseif size and bytes > size then
-      util.fail(where, ("bytes = %d but the host array holds %d"):format(bytes, size), 4)
+      util.fail(where, ("bytes = %d but the host array holds %d"):format(bytes, size))
     end
     return src, bytes
   end
-  util.fail(where, ("host data must be a string, a host buffer or cdata (got %s)"):format(t), 4)
+  util.fail(where, ("host data must be a string, a host buffer or cdata (got %s)"):format(t))
 end
 
 local function range(where, b, bytes, offset)
   offset = offset or 0
-  util.count(where, "offset", offset, 4, true)
-  util.count(where, "bytes", bytes, 4, true)
+  util.count(where, "offset", offset, true)
+  util.count(where, "bytes", bytes, true)
   local size = tonumber(b.nbytes)
   if offset + bytes > size then
-    util.fail(where, ("offset %d + bytes %d exceeds the buffer's %d bytes"):format(offset, bytes, size), 4)
+    util.fail(where, ("offset %d + bytes %d exceeds the buffer's %d bytes"):format(offset, bytes, size))
   end
   return offset
 end
@@ -65,7 +67,7 @@ end
 -- or another device buffer into this one at offset.
 function Buffer:upload(src, bytes, offset)
   open_buffer("buffer.upload", self)
-  if bytes ~= nil then util.count("buffer.upload", "bytes", bytes, 2, true) end
+  if bytes ~= nil then util.count("buffer.upload", "bytes", bytes, true) end
   if ffi.istype(buffer_t, src) then
     open_buffer("buffer.upload", src)
     bytes = bytes or tonumber(src.nbytes)
@@ -87,10 +89,10 @@ end
 -- array on the H200 run (LuaJIT 2.1.0-beta3 after other templates), and a heap overrun followed.
 local function element_type(where, ctype)
   local ok, ct = pcall(ffi.typeof, ctype)
-  if not ok then util.fail(where, ("unknown ctype %s"):format(util.describe(ctype)), 3) end
+  if not ok then util.fail(where, ("unknown ctype %s"):format(util.describe(ctype))) end
   local name = tostring(ct):match("^ctype<(.*)>$")
   local ok2, vla = pcall(ffi.typeof, (name or "?") .. "[?]")
-  if not ok2 then util.fail(where, ("cannot make an array of %s"):format(tostring(ct)), 3) end
+  if not ok2 then util.fail(where, ("cannot make an array of %s"):format(tostring(ct))) end
   return ct, vla, name
 end
 
@@ -102,7 +104,7 @@ function Buffer:download(ctype, n)
   if not esize or esize == 0 then util.fail("buffer.download", "ctype has no size") end
   local size = tonumber(self.nbytes)
   n = n or math.floor(size / esize)
-  util.count("buffer.download", "n", n, 2, true)
+  util.count("buffer.download", "n", n, true)
   if n * esize > size then
     util.fail("buffer.download", ("%d elements of %d bytes exceed the buffer's %d bytes"):format(n, esize, size))
   end
@@ -113,7 +115,7 @@ function Buffer:download(ctype, n)
           tostring(ct), n, ffi.sizeof(out), n * esize), 2)
   end
   -- a download waits for the kernels before it: a watched kernel's hang is raised here
-  if n > 0 then require("cuasync.watchdog").check(C.cuasync_mem_dtoh(out, self.ptr, n * esize, errbuf, ERRLEN)) end
+  if n > 0 then watchdog.check(C.cuasync_mem_dtoh(out, self.ptr, n * esize, errbuf, ERRLEN)) end
   return out
 end
 
@@ -123,7 +125,7 @@ function Buffer:download_to(dst, bytes, offset)
   if type(dst) == "string" then util.fail("buffer.download_to", "dst must be writable host memory (got string)") end
   local p, n = host_view("buffer.download_to", dst, bytes)
   offset = range("buffer.download_to", self, n, offset)
-  require("cuasync.watchdog").check(C.cuasync_mem_dtoh(p, self.ptr + offset, n, errbuf, ERRLEN))
+  watchdog.check(C.cuasync_mem_dtoh(p, self.ptr + offset, n, errbuf, ERRLEN))
   return dst
 end
 
@@ -205,7 +207,7 @@ function HostBuffer:size() return tonumber(self.nbytes) end
 
 -- A typed pointer into the host buffer.
 function HostBuffer:as(ctype)
-  if self.ptr == nil then util.fail("host_buffer.as", require("cuasync.handle").dead("host buffer", self)) end
+  if self.ptr == nil then util.fail("host_buffer.as", handle.dead("host buffer", self)) end
   local _, _, name = element_type("host_buffer.as", ctype)
   return ffi.cast(name .. " *", self.ptr)
 end

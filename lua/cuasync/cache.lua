@@ -4,6 +4,8 @@
 -- or foreign entry is a miss (and is rewritten), never loaded. CUASYNC_CACHE=0 turns the disk off.
 local ffi = require("ffi")
 local native = require("cuasync.native")
+require("cuasync.cdef.fs")
+require("cuasync.cdef.hash")
 
 local C, errbuf, ERRLEN = native.C, native.errbuf, native.ERRLEN
 

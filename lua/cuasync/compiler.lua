@@ -5,6 +5,8 @@ local native = require("cuasync.native")
 local cache = require("cuasync.cache")
 local toolkit = require("cuasync.toolkit")
 local util = require("cuasync.util")
+require("cuasync.cdef.compile")
+require("cuasync.cdef.loader")
 
 local C, errbuf, ERRLEN = native.C, native.errbuf, native.ERRLEN
 

@@ -2,6 +2,10 @@
 local ffi = require("ffi")
 local native = require("cuasync.native")
 local util = require("cuasync.util")
+local watchdog = require("cuasync.watchdog")
+local handle = require("cuasync.handle")
+require("cuasync.cdef.device")
+require("cuasync.cdef.loader")
 
 local C, errbuf, ERRLEN = native.C, native.errbuf, native.ERRLEN
 
@@ -27,7 +31,7 @@ function Device:limits()
 end
 
 function Device:synchronize(what)
-  require("cuasync.watchdog").check(C.cuasync_device_synchronize(what or "synchronizing the device", errbuf, ERRLEN))
+  watchdog.check(C.cuasync_device_synchronize(what or "synchronizing the device", errbuf, ERRLEN))
 end
 
 function Device:mem_info()
@@ -97,6 +101,37 @@ end
 -- The current device if one is open, else nil (never opens one: compile-only paths use this).
 function M.peek()
   return current
+end
+
+-- Reset the current device's primary context: everything in it is freed and a new one is made
+-- current. Every buffer, module view, stream and event made before it is marked dead and refuses
+-- use; kernels must be taken again from their module (modules reload on first use). After a
+-- sticky error (a trap, an illegal address) the driver makes no new context in this process
+-- (measured on the H200, driver 580): reset() still marks everything dead and then says so.
+function M.reset()
+  local dev = M.peek()
+  if not dev then util.fail("reset", "no device is open") end
+  local rc = C.cuasync_device_reset(dev.ordinal, errbuf, ERRLEN)
+  native.state.generation = native.state.generation + 1
+  handle.forget_all("was lost with cuasync.reset()")
+  watchdog.forget_all()
+  if rc ~= 0 then
+    local _, err = pcall(native.check, rc)
+    util.fail("reset", ("the driver made no new context for device %d after the reset (%s): after a sticky error only a new process uses the GPU again; run kernels that may fault under cuasync.isolate"):format(
+      dev.ordinal, tostring(err):gsub(";.*$", "")))
+  end
+end
+
+-- A resolved driver entry point, cast to a ctype: for side-by-side raw-FFI comparisons.
+function M.driver_symbol(name, ctype)
+  util.cstring("driver_symbol", "name", name)
+  M.current()
+  local p = C.cuasync_driver_symbol(name)
+  if p == nil then util.fail("driver_symbol", ("%s is not resolved"):format(util.describe(name))) end
+  if ctype == nil then return p end
+  local ok, ct = pcall(ffi.typeof, ctype)
+  if not ok then util.fail("driver_symbol", ("ctype %s is not a C type"):format(util.describe(ctype))) end
+  return ffi.cast(ct, p)
 end
 
 return M

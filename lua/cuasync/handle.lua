@@ -22,9 +22,6 @@ function M.forget_all(why)
   end
 end
 
--- Why h is dead when it was not closed by its owner (nil otherwise).
-function M.lost(h) return lost[h] end
-
 -- "the <what> is closed", or why it was lost: the message for a dead handle.
 function M.dead(what, h)
   local why = lost[h]

@@ -7,7 +7,10 @@ local launch = require("cuasync.launch")
 local rules = require("cuasync.model.launch_rules")
 local signature = require("cuasync.signature")
 local util = require("cuasync.util")
-local pipelines = require("cuasync.pipeline")
+local handle = require("cuasync.handle")
+require("cuasync.cdef.types")
+require("cuasync.cdef.module")
+require("cuasync.cdef.launch")
 
 local C, errbuf, ERRLEN = native.C, native.errbuf, native.ERRLEN
 
@@ -49,22 +52,24 @@ function M.new(mod, name, lowered, params, sig)
   local fn = ffi.new("CUfunction[1]")
   local rc = C.cuasync_module_function(fn, mod.handle.handle, lowered, mod.name, errbuf, ERRLEN)
   if rc ~= 0 then
-    local msg = native.message()
-    if msg:find("CUDA_ERROR_NOT_FOUND", 1, true) then
-      msg = msg .. " (declare it extern \"C\", or list a template or C++ name in the program's expressions)"
+    -- the driver's error object stays whole (code, status, where); a missed name gets the hint
+    local _, err = pcall(native.check, rc)
+    if native.is_driver_error(err) and err.code == "CUDA_ERROR_NOT_FOUND" then
+      err.message = err.message .. " (declare it extern \"C\", or list a template or C++ name in the program's expressions)"
     end
-    error(msg, 0)
+    error(err, 0)
   end
   local k = setmetatable({ module = mod, name = name, lowered = lowered, fn = fn[0], params = params,
                            sig = sig, device = mod.device, runs = {}, nruns = 0,
                            generation = native.state.generation }, Kernel)
+  k.attrs = k:read_attributes()
   k:check_signature()
   return k
 end
 
--- { regs, static_smem, local_bytes, max_threads, const_bytes, max_dynamic_smem, ptx_version,
---   binary_version, required_cluster = {x, y, z} }
-function Kernel:attributes()
+-- The driver's attributes of the function, read once per kernel (k.attrs) and kept in step by
+-- set_attribute: a prepare reads them from the table, not the driver.
+function Kernel:read_attributes()
   local a = ffi.new("cuasync_func_attrs")
   native.check(C.cuasync_func_attributes(self.fn, a, self.name, errbuf, ERRLEN))
   return {
@@ -76,8 +81,48 @@ function Kernel:attributes()
   }
 end
 
-function Kernel:set_attribute(attrib, value, what)
-  native.check(C.cuasync_func_set_attribute(self.fn, attrib, value, what, errbuf, ERRLEN))
+-- { regs, static_smem, local_bytes, max_threads, const_bytes, max_dynamic_smem, ptx_version,
+--   binary_version, required_cluster = {x, y, z}, ... }: a copy, so the caller may change it.
+function Kernel:attributes()
+  local out = {}
+  for k, v in pairs(self.attrs) do out[k] = v end
+  local rc = self.attrs.required_cluster
+  out.required_cluster = { rc[1], rc[2], rc[3] }
+  return out
+end
+
+-- The two attributes a launch may need raised, by their names in k.attrs.
+local SETTABLE = {
+  max_dynamic_smem = { id = C.CUASYNC_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                       value = function(v) return v end,
+                       what = "raising kernel '%s''s dynamic shared memory limit to %d bytes" },
+  non_portable = { id = C.CUASYNC_CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, field = "non_portable_cluster_allowed",
+                   value = function(v) return v and 1 or 0 end, what = "allowing kernel '%s' non-portable cluster sizes" },
+}
+
+local function set(k, name, v, what)
+  local a = SETTABLE[name]
+  native.check(C.cuasync_func_set_attribute(k.fn, a.id, a.value(v), what or a.what:format(k.name, a.value(v)),
+               errbuf, ERRLEN))
+  k.attrs[a.field or name] = v
+end
+
+-- Set what a launch config needs (conf.needs, from launch.lua), for good.
+local function apply(k, needs)
+  for name, v in pairs(needs) do set(k, name, v) end
+end
+
+-- Run f with what conf needs set, and put the old values back after: a query leaves no trace.
+local function with_needs(k, needs, f)
+  local old = {}
+  for name, v in pairs(needs) do
+    old[name] = k.attrs[SETTABLE[name].field or name]
+    set(k, name, v, "a query")
+  end
+  local ok, r = pcall(f)
+  for name, v in pairs(old) do set(k, name, v, "a query") end
+  if not ok then error(r, 0) end
+  return r
 end
 
 -- A function of exactly n arguments, generated so that LuaJIT compiles it straight: each
@@ -120,21 +165,23 @@ function Kernel:prepare(cfg, ...)
   local nstate = native.state
   if self.generation ~= nstate.generation then stale(self) end
   local conf = launch.new(self, cfg)
-  local lc, la, c = conf.lc, conf.la, conf.c
+  apply(self, conf.needs)
+  conf:preflight()
+  local lc, c = conf.lc, conf.c
   local n = #self.params
   local params = ffi.new("void *[?]", math.max(n, 1))
   local slots, setters = {}, {}
-  -- a kernel built from P:program: its config and tensor maps are checked against the plan
-  local plan = self.module.program and self.module.program.pipeline
-  if plan then pipelines.config_check(plan, self.name, c) end
+  -- hooks a program carries (P:program installs the plan's config and tensor-map checks)
+  local hooks = self.module.program.hooks
+  if hooks and hooks.check_config then hooks.check_config(self.name, c) end
   local maps = 0
   for i, p in ipairs(self.params) do
     slots[i] = signature.slot(p)
     params[i - 1] = slots[i]
     local set = signature.setter(i, p, slots[i])
-    if plan and p.kind == "tensormap" then
+    if hooks and hooks.map_check and p.kind == "tensormap" then
       maps = maps + 1
-      local check = pipelines.map_check(plan, self.name, i, maps)
+      local check = hooks.map_check(self.name, i, maps)
       if check then
         local raw = set
         set = function(v) check(v); raw(v) end
@@ -143,7 +190,7 @@ function Kernel:prepare(cfg, ...)
     setters[i] = set
   end
   local fn, name, launch_c = self.fn, self.name, C.cuasync_launch
-  local keep = { self, lc, la, slots, params, conf }   -- everything the driver reads stays alive
+  local keep = { self, lc, slots, params, conf }   -- everything the driver reads stays alive
   local gen, watch, me = self.generation, self.module.watch, self
   local function go()
     if nstate.generation ~= gen then stale(me) end
@@ -184,7 +231,7 @@ function Kernel:launch(cfg, ...)
   if run then
     -- the cached config holds the stream's handle: a stream closed since must not reach the driver
     local s = cfg.stream
-    if s ~= nil and s.open == 0 then util.fail("stream", require("cuasync.handle").dead("stream", s)) end
+    if s ~= nil and s.open == 0 then util.fail("stream", handle.dead("stream", s)) end
   else
     run = self:prepare(cfg)
     if key then
@@ -205,15 +252,12 @@ function Kernel:occupancy(block_threads, smem)
   util.int_in("kernel.occupancy", "block_threads", block_threads, 1, 1024)
   smem = smem or 0
   util.int_in("kernel.occupancy", "smem", smem, 0, 2 ^ 31)
-  local attrs = self:attributes()
+  local attrs = self.attrs
   if smem + attrs.static_smem > self.device.smem_optin then return 0 end
   if block_threads > attrs.max_threads then return 0 end
   -- the opt-in above 48 KiB is raised for the query and put back after
-  return launch.with_attributes(self, { smem = smem }, attrs, function()
-    local n = ffi.new("int[1]")
-    native.check(C.cuasync_func_occupancy(self.fn, block_threads, smem, n, self.name, errbuf, ERRLEN))
-    return n[0]
-  end)
+  local needs = smem > attrs.max_dynamic_smem and { max_dynamic_smem = smem } or {}
+  return with_needs(self, needs, function() return launch.occupancy(self, block_threads, smem) end)
 end
 
 -- How many clusters of cfg's shape can be co-resident (0: the config cannot run as clusters).
@@ -221,7 +265,8 @@ function Kernel:max_active_clusters(cfg)
   if type(cfg) == "table" and cfg.cluster == nil then
     util.fail("kernel.max_active_clusters", "cfg.cluster is required (the cluster shape to count)")
   end
-  return launch.new(self, cfg, { query = true }):max_active_clusters()
+  local conf = launch.new(self, cfg)
+  return with_needs(self, conf.needs, function() return conf:max_active_clusters() end)
 end
 
 -- The largest cluster (in blocks) this kernel can have with cfg's block and shared memory
@@ -234,7 +279,8 @@ function Kernel:max_cluster_size(cfg)
     c.cluster, c.cluster_policy = nil, nil
     cfg = c
   end
-  local n = launch.new(self, cfg, { query = true }):max_cluster_size()
+  local conf = launch.new(self, cfg)
+  local n = with_needs(self, conf.needs, function() return conf:max_cluster_size() end)
   -- without non_portable, 8 is the most a launch may ask
   if not cfg.non_portable and n > rules.PORTABLE_CLUSTER then n = rules.PORTABLE_CLUSTER end
   return n

@@ -1,12 +1,17 @@
 -- The launch config object: a checked config (model/launch_rules.lua) bound to a kernel, owning
--- its native CUlaunchConfig and attribute array (ids by name), the cluster and cooperative
--- preflights, and an identity key under which kernel:launch caches it.
+-- its native CUlaunchConfig and attribute array (ids by name), the function attributes the
+-- kernel must have for it (.needs, which kernel.lua sets), the cluster and cooperative
+-- preflights, and an identity key under which kernel:launch caches it. Data flows one way:
+-- kernel.lua calls this module; this module reads the kernel's fields and calls none of its methods.
 local ffi = require("ffi")
 local native = require("cuasync.native")
 local rules = require("cuasync.model.launch_rules")
 local clusters = require("cuasync.model.clusters")
 local streams = require("cuasync.stream")
 local util = require("cuasync.util")
+require("cuasync.cdef.types")
+require("cuasync.cdef.launch")
+require("cuasync.cdef.module")
 
 local C, errbuf, ERRLEN = native.C, native.errbuf, native.ERRLEN
 
@@ -71,19 +76,21 @@ local function query(fn, k, lc)
   return n[0]
 end
 
--- Run f with the function attributes this config needs (dynamic smem over 48 KiB, non-portable
--- clusters) set, and put the old values back after: a query must leave no trace on the kernel.
-function M.with_attributes(k, c, attrs, f)
-  local old_smem, old_np = attrs.max_dynamic_smem, attrs.non_portable_cluster_allowed
-  local set_smem = c.smem > old_smem
-  local set_np = c.non_portable and not old_np
-  if set_smem then k:set_attribute(C.CUASYNC_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, c.smem, "a query") end
-  if set_np then k:set_attribute(C.CUASYNC_CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1, "a query") end
-  local ok, r = pcall(f)
-  if set_smem then k:set_attribute(C.CUASYNC_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, old_smem, "a query") end
-  if set_np then k:set_attribute(C.CUASYNC_CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 0, "a query") end
-  if not ok then error(r, 0) end
-  return r
+-- Resident blocks per SM of kernel k for a block size and dynamic shared memory (the kernel's
+-- attributes must already allow that much: kernel.lua sets them).
+function M.occupancy(k, block_threads, smem)
+  local n = ffi.new("int[1]")
+  native.check(C.cuasync_func_occupancy(k.fn, block_threads, smem, n, k.name, errbuf, ERRLEN))
+  return n[0]
+end
+
+-- The function attributes a checked config c needs beyond what the kernel has (attrs, read
+-- once per kernel): { max_dynamic_smem = n, non_portable = true }, each only when needed.
+local function needs_of(c, attrs)
+  local needs = {}
+  if c.smem > attrs.max_dynamic_smem then needs.max_dynamic_smem = c.smem end
+  if c.non_portable and not attrs.non_portable_cluster_allowed then needs.non_portable = true end
+  return needs
 end
 
 -- The native config for checked config c (the attribute array kept alive beside it).
@@ -116,64 +123,53 @@ local function native_config(c, stream)
   return lc, la
 end
 
--- Refuse, with the limit that makes it impossible, a cluster larger than this kernel can have
--- in this config, or one that can never be resident.
-local function cluster_preflight(k, lc, c, attrs)
-  local size = c.cluster[1] * c.cluster[2] * c.cluster[3]
-  local info = { cluster = c.cluster, size = size, kernel = k.name, block = c.block, dev = k.device,
-                 k = { threads = c.threads, smem = c.smem + attrs.static_smem, regs = attrs.regs } }
-  if size > rules.PORTABLE_CLUSTER then
-    info.max = query(C.cuasync_launch_max_cluster_size, k, lc)
-    if size > info.max then util.fail("launch", clusters.too_large(info)) end
-  end
-  if query(C.cuasync_launch_max_active_clusters, k, lc) == 0 then
-    util.fail("launch", clusters.never_resident(info))
-  end
-end
-
--- A cooperative grid must be co-resident: every block at once (the grid-wide sync waits for all).
-local function cooperative_preflight(k, c)
-  local per_sm = k:occupancy(c.threads, c.smem)
-  local most = per_sm * k.device.sms
-  if c.blocks > most then
-    util.fail("launch", ("cooperative launch of kernel '%s' has %d blocks but only %d can be resident at once (%d per SM x %d SMs with block %s and %d bytes of dynamic shared memory): a grid-wide sync needs every block resident"):format(
-      k.name, c.blocks, most, per_sm, k.device.sms, fmt(c.block), c.smem))
-  end
-end
-
--- M.new(kernel, cfg[, { query = true }]) -> Config: checked, its native struct built, the
--- kernel's attributes raised for it (unless query: then nothing is set and no preflight runs).
-function M.new(k, cfg, opts)
-  local attrs = k:attributes()
+-- M.new(kernel, cfg) -> Config: checked against the device's limits and the kernel's attributes,
+-- its native struct built, and .needs: the attributes kernel.lua must set before a launch or a
+-- query. Reads the kernel's fields; calls nothing on it.
+function M.new(k, cfg)
+  local attrs = k.attrs
   local c = rules.check(cfg, k.device:limits(), attrs, k.name)
-  local stream = streams.handle(c.stream)
-  local lc, la = native_config(c, stream)
-  local self = setmetatable({ kernel = k, c = c, lc = lc, la = la, attrs = attrs, key = M.key(cfg) }, Config)
-  if opts and opts.query then return self end
-  if c.smem > attrs.max_dynamic_smem then
-    k:set_attribute(C.CUASYNC_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, c.smem,
-      ("raising kernel '%s''s dynamic shared memory limit to %d bytes"):format(k.name, c.smem))
+  local lc, la = native_config(c, streams.handle(c.stream))
+  return setmetatable({ kernel = k, c = c, lc = lc, la = la, attrs = attrs, key = M.key(cfg),
+                        needs = needs_of(c, attrs) }, Config)
+end
+
+-- Refuse, with the limit that makes it impossible, a cluster larger than this kernel can have
+-- in this config, or one that can never be resident; a cooperative grid that cannot be
+-- co-resident (the grid-wide sync waits for every block). Run after .needs are set.
+function Config:preflight()
+  local k, c, attrs = self.kernel, self.c, self.attrs
+  if c.cluster then
+    local size = c.cluster[1] * c.cluster[2] * c.cluster[3]
+    local info = { cluster = c.cluster, size = size, kernel = k.name, block = c.block, dev = k.device,
+                   k = { threads = c.threads, smem = c.smem + attrs.static_smem, regs = attrs.regs } }
+    if size > rules.PORTABLE_CLUSTER then
+      info.max = query(C.cuasync_launch_max_cluster_size, k, self.lc)
+      if size > info.max then util.fail("launch", clusters.too_large(info)) end
+    end
+    if query(C.cuasync_launch_max_active_clusters, k, self.lc) == 0 then
+      util.fail("launch", clusters.never_resident(info))
+    end
   end
-  if c.non_portable and not attrs.non_portable_cluster_allowed then
-    k:set_attribute(C.CUASYNC_CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1,
-      ("allowing kernel '%s' non-portable cluster sizes"):format(k.name))
+  if c.cooperative then
+    local per_sm = M.occupancy(k, c.threads, c.smem)
+    local most = per_sm * k.device.sms
+    if c.blocks > most then
+      util.fail("launch", ("cooperative launch of kernel '%s' has %d blocks but only %d can be resident at once (%d per SM x %d SMs with block %s and %d bytes of dynamic shared memory): a grid-wide sync needs every block resident"):format(
+        k.name, c.blocks, most, per_sm, k.device.sms, fmt(c.block), c.smem))
+    end
   end
-  if c.cluster then cluster_preflight(k, lc, c, attrs) end
-  if c.cooperative then cooperative_preflight(k, c) end
   return self
 end
 
--- How many clusters of this config's shape can be co-resident; sets nothing on the kernel.
+-- How many clusters of this config's shape can be co-resident (with .needs set).
 function Config:max_active_clusters()
-  return M.with_attributes(self.kernel, self.c, self.attrs, function()
-    return query(C.cuasync_launch_max_active_clusters, self.kernel, self.lc)
-  end)
+  return query(C.cuasync_launch_max_active_clusters, self.kernel, self.lc)
 end
 
+-- The largest cluster this config's kernel can have (with .needs set).
 function Config:max_cluster_size()
-  return M.with_attributes(self.kernel, self.c, self.attrs, function()
-    return query(C.cuasync_launch_max_cluster_size, self.kernel, self.lc)
-  end)
+  return query(C.cuasync_launch_max_cluster_size, self.kernel, self.lc)
 end
 
 M.Config = Config

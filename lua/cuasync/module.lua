@@ -3,6 +3,12 @@ local ffi = require("ffi")
 local native = require("cuasync.native")
 local device = require("cuasync.device")
 local util = require("cuasync.util")
+local handle = require("cuasync.handle")
+local buffer = require("cuasync.buffer")
+local signature = require("cuasync.signature")
+local kernel = require("cuasync.kernel")
+local watchdog = require("cuasync.watchdog")
+require("cuasync.cdef.module")
 
 local C, errbuf, ERRLEN = native.C, native.errbuf, native.ERRLEN
 
@@ -12,7 +18,7 @@ local M = {}
 local Module = {}
 Module.__index = Module
 
-local handle_t = require("cuasync.handle").define("cuasync_module", {
+local handle_t = handle.define("cuasync_module", {
   methods = {},
   live = function(h) return h.loaded ~= 0 end,
   kill = function(h) h.loaded = 0; return h.handle end,
@@ -42,7 +48,7 @@ function Module:load()
   native.check(C.cuasync_module_load(h, image, self.name, errbuf, ERRLEN))
   self.handle = handle_t(h[0], 1)
   self.device = dev
-  if self.program.watchdog then require("cuasync.watchdog").attach(self) end
+  if self.program.watchdog then watchdog.attach(self) end
   return self
 end
 
@@ -63,7 +69,7 @@ function Module:global(name)
     end
     error(err, 0)
   end
-  local view = require("cuasync.buffer").view(p[0], n[0], self.device.ordinal)
+  local view = buffer.view(p[0], n[0], self.device.ordinal)
   owners[view] = self
   self.views[view] = true
   return view
@@ -72,9 +78,9 @@ end
 -- mod:kernel("name" or a name expression, "ptr, u64")
 function Module:kernel(name, sig)
   util.cstring("module.kernel", "name", name)
-  local params = require("cuasync.signature").parse(sig)
+  local params = signature.parse(sig)
   self:load()
-  return require("cuasync.kernel").new(self, name, self.entry.lowered[name] or name, params, sig)
+  return kernel.new(self, name, self.entry.lowered[name] or name, params, sig)
 end
 
 -- The mangled name NVRTC gave a name expression.

@@ -1,10 +1,10 @@
 -- The one ffi.load of libcuasync, its version check, and the error buffer every call writes into.
+-- Each module declares the C functions it calls by requiring their cdef module (the resty-core
+-- way): this one calls those of cuasync.h and cuasync_error.h.
 local ffi = require("ffi")
-
-for _, m in ipairs({ "types", "core", "error", "loader", "device", "memory", "compile", "module",
-                     "launch", "stream", "event", "hash", "fs", "tensormap", "nvtx", "blas" }) do
-  require("cuasync.cdef." .. m)
-end
+local util = require("cuasync.util")
+require("cuasync.cdef.core")
+require("cuasync.cdef.error")
 
 local VERSION = "0.1.0"   -- must equal CUASYNC_VERSION_STRING in native/cuasync.h
 local ABI = 1             -- must equal CUASYNC_ABI
@@ -82,7 +82,7 @@ function M.driver_error(message, status)
     message = message .. "; the CUDA context is lost: every later call on this device in this process fails the same way (the driver makes no new context after it either: only a new process uses the GPU again; cuasync.isolate runs code in one)"
   end
   return setmetatable({ message = message, status = status, code = code, sticky = sticky,
-                        where = require("cuasync.util").user_where() }, DriverError_mt)
+                        where = util.user_where() }, DriverError_mt)
 end
 
 -- Incremented by cuasync.reset(): a kernel or prepared launch from an older generation refuses

@@ -10,6 +10,8 @@
 -- counted in smem_bytes and in check(); pipe.scratch() on the device.
 -- The arithmetic lives in model/pipeline_plan.lua, the protocol in model/pipeline_protocol.lua.
 local util = require("cuasync.util")
+local device = require("cuasync.device")
+local program = require("cuasync.program")
 local tensormap = require("cuasync.tensormap")
 local R = require("cuasync.model.tensormap_rules")
 local plans = require("cuasync.model.pipeline_plan")
@@ -157,7 +159,7 @@ end
 
 -- P:check(dev): raises naming the limit the plan breaks on this device; returns the plan.
 function Pipeline:check(dev)
-  if dev == nil then dev = require("cuasync.device").current() end
+  if dev == nil then dev = device.current() end
   if type(dev) ~= "table" or type(dev.smem_optin) ~= "number" then
     fail(("check's argument must be a cuasync device (got %s)"):format(util.describe(dev)))
   end
@@ -208,9 +210,12 @@ function Pipeline:program(spec)
   s.defines = defines
   -- a pipeline's kernels are watched unless told otherwise: a hang becomes a post-mortem
   if s.watchdog == nil then s.watchdog = true end
-  local p = require("cuasync.program").new(s)
-  p.pipeline = self
-  return p
+  local plan = self
+  return program.new(s, {
+    plan = plan,   -- what the watchdog's post-mortem names barriers and stages from
+    check_config = function(kernel_name, c) M.config_check(plan, kernel_name, c) end,
+    map_check = function(kernel_name, i, j) return M.map_check(plan, kernel_name, i, j) end,
+  })
 end
 
 -- P:launch_config{ grid = ..., stream = ... }: block, smem and cluster filled from the plan.

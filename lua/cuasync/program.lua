@@ -6,6 +6,8 @@ local device = require("cuasync.device")
 local util = require("cuasync.util")
 local toolkit = require("cuasync.toolkit")
 local compiler = require("cuasync.compiler")
+local watchdog = require("cuasync.watchdog")
+local module = require("cuasync.module")
 
 local M = {}
 local Program = {}
@@ -68,7 +70,10 @@ local function define_value(name, v)
   fail(("defines.%s must be a number, string or boolean (got %s)"):format(name, t))
 end
 
-function M.new(spec)
+-- M.new(spec[, hooks]): hooks are the library's own (cuasync.program passes one argument): checks
+-- a kernel of this program runs when prepared (check_config(name, c), map_check(name, i, j)) and
+-- the plan the watchdog reads; P:program installs them, so kernel.lua needs no pipeline.lua.
+local function new(spec, hooks)
   if type(spec) ~= "table" then fail(("expects a table {source = ... or file = ...} (got %s)"):format(type(spec))) end
   util.known_fields("program", spec, FIELDS)
   local p = setmetatable({}, Program)
@@ -100,9 +105,9 @@ function M.new(spec)
     dnames[#dnames + 1] = k
   end
   -- the watchdog (watchdog.lua): its defines compile the bounded waits of watchdog.cuh
-  p.watchdog = require("cuasync.watchdog").options(spec.watchdog)
+  p.watchdog = watchdog.options(spec.watchdog)
   if p.watchdog then
-    for k, v in pairs(require("cuasync.watchdog").defines(p.watchdog)) do
+    for k, v in pairs(watchdog.defines(p.watchdog)) do
       if p.defines[k] then fail(("defines.%s is set by the watchdog (use watchdog = { ... })"):format(k)) end
       p.defines[k] = define_value(k, v)
       dnames[#dnames + 1] = k
@@ -141,8 +146,12 @@ function M.new(spec)
     p.expressions[i] = e
   end
   p.arch_request = check_arch(spec.arch or "auto")
+  p.hooks = hooks
   return p
 end
+M.new = new
+-- the public constructor: one argument, whatever else is passed
+function M.public(spec) return new(spec) end
 
 -- "auto": the current device's (opening device 0 when a GPU is there), sm_90a where none is.
 function Program:arch()
@@ -150,10 +159,6 @@ function Program:arch()
   local dev = device.peek()
   if not dev and device.available() then dev = device.current() end
   return dev and dev.arch or "sm_90a"
-end
-
-function Program:compile_options(arch)
-  return compiler.options(self, arch)
 end
 
 function Program:build(arch)
@@ -165,7 +170,7 @@ function Program:compile()
   local arch = self:arch()
   local entry, key = compiler.build(self, arch)
   self.entry, self.key, self.built_arch = entry, key, arch
-  return require("cuasync.module").new(self, entry, arch)
+  return module.new(self, entry, arch)
 end
 
 function Program:ptx()

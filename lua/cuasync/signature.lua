@@ -3,6 +3,7 @@
 local ffi = require("ffi")
 local util = require("cuasync.util")
 require("cuasync.cdef.types")
+local buffer = require("cuasync.buffer")
 
 local M = {}
 
@@ -65,7 +66,7 @@ end
 
 -- -- Converters: set(slot, value) for each kind; errors name the argument and its kind.
 
-local buffer_t   -- set lazily: buffer.lua needs the device layer, signatures do not
+local buffer_t = buffer.buffer_t
 local i64_t, u64_t = ffi.typeof("int64_t"), ffi.typeof("uint64_t")
 local tensormap_t = ffi.typeof("CUtensorMap")
 
@@ -95,7 +96,6 @@ end
 local function pointer(i, v)
   local t = type(v)
   if t == "cdata" then
-    buffer_t = buffer_t or require("cuasync.buffer").buffer_t
     if ffi.istype(buffer_t, v) then
       if v.ptr == 0 then arg_fail(i, "ptr", "is a closed buffer") end
       return v.ptr

@@ -4,6 +4,9 @@ local native = require("cuasync.native")
 local device = require("cuasync.device")
 local handle = require("cuasync.handle")
 local util = require("cuasync.util")
+local watchdog = require("cuasync.watchdog")
+require("cuasync.cdef.stream")
+require("cuasync.cdef.event")
 
 local C, errbuf, ERRLEN = native.C, native.errbuf, native.ERRLEN
 
@@ -18,6 +21,11 @@ local M = {}
 local Stream, Event = {}, {}
 local live_streams = setmetatable({}, { __mode = "k" })
 M.MAX_TIMEOUT_MS = 24 * 3600 * 1000
+
+-- Host monotonic clock in nanoseconds.
+function M.now_ns()
+  return C.cuasync_now_ns()
+end
 
 -- { timeout_ms = n } (or nil): the bound of a host-side wait.
 function M.timeout(where, opts)
@@ -53,7 +61,7 @@ function Stream:synchronize(opts)
   if self.open == 0 then util.fail("stream.synchronize", handle.dead("stream", self)) end
   local ms = M.timeout("stream.synchronize", opts)
   if ms then M.poll("stream.synchronize", ms, "the work on this stream", stream_done(self.handle)) end
-  require("cuasync.watchdog").check(C.cuasync_stream_synchronize(self.handle, "waiting for a stream", errbuf, ERRLEN))
+  watchdog.check(C.cuasync_stream_synchronize(self.handle, "waiting for a stream", errbuf, ERRLEN))
 end
 
 local function closer(kind, destroy, methods)
@@ -117,7 +125,7 @@ function Event:synchronize(opts)
   if self.open == 0 then util.fail("event.synchronize", handle.dead("event", self)) end
   local ms = M.timeout("event.synchronize", opts)
   if ms then M.poll("event.synchronize", ms, "the work before this event", function() return self:query() end) end
-  require("cuasync.watchdog").check(C.cuasync_event_synchronize(self.handle, errbuf, ERRLEN))
+  watchdog.check(C.cuasync_event_synchronize(self.handle, errbuf, ERRLEN))
 end
 
 -- Milliseconds from self to later (both recorded, later completed).
@@ -143,4 +151,25 @@ function M.event()
 end
 
 M.stream_t, M.event_t = stream_t, event_t
+-- Wait for all work on the current device; asynchronous kernel faults, and the hang of a
+-- watched kernel, surface here. synchronize{ timeout_ms = n } raises "still running" instead of
+-- blocking past n ms (it polls events recorded on the default stream and on every open stream).
+function M.synchronize(what)
+  if type(what) == "table" then
+    local ms = M.timeout("synchronize", what)
+    local dev = device.current()
+    local events = {}
+    for _, s in ipairs(M.live()) do events[#events + 1] = M.event():record(s) end
+    events[#events + 1] = M.event():record(nil)
+    M.poll("synchronize", ms, "kernels or copies on the device", function()
+      for _, e in ipairs(events) do if not e:query() then return false end end
+      return true
+    end)
+    for _, e in ipairs(events) do e:close() end
+    return dev:synchronize()
+  end
+  if what ~= nil then util.cstring("synchronize", "what", what) end
+  device.current():synchronize(what)
+end
+
 return M

@@ -18,6 +18,8 @@ local util = require("cuasync.util")
 local buffer = require("cuasync.buffer")
 local device = require("cuasync.device")
 local R = require("cuasync.model.tensormap_rules")
+local handle = require("cuasync.handle")
+require("cuasync.cdef.tensormap")
 
 local C, errbuf, ERRLEN = native.C, native.errbuf, native.ERRLEN
 local fail = R.fail
@@ -44,7 +46,7 @@ local function where(spec, who)
     if not ffi.istype(buffer.buffer_t, spec.buffer) then
       no(("buffer must be a cuasync buffer (got %s)"):format(util.describe(spec.buffer)))
     end
-    if spec.buffer.ptr == 0 then no(require("cuasync.handle").dead("buffer", spec.buffer)) end
+    if spec.buffer.ptr == 0 then no(handle.dead("buffer", spec.buffer)) end
     if spec.bytes ~= nil then no("bytes goes with ptr; a buffer knows its size") end
     return spec.buffer.ptr, tonumber(spec.buffer.nbytes), spec.buffer
   elseif type(spec.ptr) ~= "nil" then
@@ -161,7 +163,7 @@ local function im2col(spec, c)
   local ic = spec.im2col
   if type(ic) ~= "table" then fail(("im2col must be a table {lower, upper, channels, pixels} (got %s)"):format(type(ic))) end
   util.known_fields("tensormap", ic, IM2COL_FIELDS, 3)
-  if spec.box ~= nil then fail("give box or im2col, not both (an im2col map's box is channels x pixels)", 2) end
+  if spec.box ~= nil then fail("give box or im2col, not both (an im2col map's box is channels x pixels)") end
   local n, lim = c.rank - 2, CORNER[c.rank]
   local why = ("a rank-%d im2col map has %d spatial dimension%s"):format(c.rank, n, n == 1 and "" or "s")
   local lower = R.int_list("im2col.lower", ic.lower, n, -lim, lim - 1, why)
@@ -199,7 +201,7 @@ local function im2col(spec, c)
 end
 
 function M.new(spec)
-  util.kind("tensormap", "spec", spec, "table", 2)
+  util.kind("tensormap", "spec", spec, "table")
   util.known_fields("tensormap", spec, FIELDS, 2)
   if spec.encode ~= nil and type(spec.encode) ~= "boolean" then
     fail(("encode must be a boolean (got %s)"):format(type(spec.encode)))

@@ -6,6 +6,9 @@
 local ffi = require("ffi")
 local native = require("cuasync.native")
 local util = require("cuasync.util")
+local cache = require("cuasync.cache")
+require("cuasync.cdef.fs")
+require("cuasync.cdef.loader")
 
 local C, errbuf, ERRLEN = native.C, native.errbuf, native.ERRLEN
 
@@ -51,7 +54,6 @@ function M.device_headers()
     parts[#parts + 1] = names[#names]
     parts[#parts + 1] = sources[#sources]
   end
-  local cache = require("cuasync.cache")
   device_headers = { names = names, sources = sources, digest = cache.key(parts) }
   return device_headers
 end

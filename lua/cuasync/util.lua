@@ -58,7 +58,7 @@ local function describe(v, max)
 end
 M.describe = describe
 
--- Raise at the user's line. `level` is accepted for old callers and ignored: the stack decides.
+-- Raise at the user's line: the stack decides (util.user_level), no caller counts levels.
 function M.fail(where, msg)
   if #msg > 60000 then msg = msg:sub(1, 60000) .. "... (message cut)" end
   error("cuasync." .. where .. ": " .. msg, M.user_level())
@@ -70,7 +70,7 @@ function M.is_integer(v)
 end
 
 -- A positive integer (or, with allow_zero, a non-negative one), at most 2^53.
-function M.count(where, name, v, _, allow_zero)
+function M.count(where, name, v, allow_zero)
   if not M.is_integer(v) or v < 0 or (v == 0 and not allow_zero) then
     M.fail(where, ("%s must be a %s integer (got %s)"):format(name, allow_zero and "non-negative"
            or "positive", describe(v)))

@@ -10,6 +10,7 @@ local ffi = require("ffi")
 local native = require("cuasync.native")
 local util = require("cuasync.util")
 local mbarrier = require("cuasync.model.mbarrier")
+require("cuasync.cdef.memory")
 
 local C, errbuf, ERRLEN = native.C, native.errbuf, native.ERRLEN
 
@@ -44,15 +45,15 @@ local function env_ms()
 end
 
 -- The program's `watchdog` field (and the environment) as nil (off) or { timeout_ms, action }.
--- `default_on`: programs built from a cuasync.pipeline watch unless told otherwise.
-function M.options(v, default_on)
+-- (P:program passes watchdog = true unless the user set it: plans watch by default.)
+function M.options(v)
   local env = os.getenv("CUASYNC_WATCHDOG")
   if env ~= nil and env ~= "" and env ~= "0" and env ~= "1" then
     util.fail("program", ("CUASYNC_WATCHDOG=%s must be 0 or 1"):format(util.describe(env)))
   end
   if v == false then return nil end
   if v == nil then
-    if not (default_on or env == "1") then return nil end
+    if env ~= "1" then return nil end
     v = true
   end
   local o = { timeout_ms = env_ms() or M.DEFAULT_MS, action = "exit" }
@@ -150,7 +151,7 @@ local NONE = 0xFFFFFFFF
 
 -- Build the error from a written record. `mod` may be gone (nil).
 function M.error_from(r, mod, rc_ok)
-  local plan = mod and mod.program and mod.program.pipeline
+  local plan = mod and mod.program.hooks and mod.program.hooks.plan
   local e = {
     kind = "hang", kernel = mod and mod.watch and mod.watch.last or "?", module = mod and mod.name,
     block = { r.block[0], r.block[1], r.block[2] }, cluster_rank = r.cluster_rank, warp = r.warp, lane = r.lane,

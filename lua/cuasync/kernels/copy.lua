@@ -44,10 +44,10 @@ function M.bulk_program(opts)
   opts = opts or {}
   util.kind("copy", "opts", opts, "table")
   util.known_fields("copy", opts, { stages = true, chunk = true, store_lag = true, inflight = true, watchdog = true }, 2)
-  local stages = util.count("copy", "stages", opts.stages or 10, 2)
-  local chunk = util.count("copy", "chunk", opts.chunk or 4096, 2)
-  local lag = util.count("copy", "store_lag", opts.store_lag or 1, 2, true)
-  local inflight = util.count("copy", "inflight", opts.inflight or M.INFLIGHT, 2)
+  local stages = util.count("copy", "stages", opts.stages or 10)
+  local chunk = util.count("copy", "chunk", opts.chunk or 4096)
+  local lag = util.count("copy", "store_lag", opts.store_lag or 1, true)
+  local inflight = util.count("copy", "inflight", opts.inflight or M.INFLIGHT)
   if stages > 64 then fail(("stages = %d exceeds 64"):format(stages)) end
   if chunk % 16 ~= 0 then
     fail(("chunk = %d is not a multiple of 16 (cp.async.bulk moves 16-byte units)"):format(chunk))

@@ -9,10 +9,15 @@
 -- epilogue = "tma": C leaves through TMA stores of 64 x 32 chunks staged in the plan's scratch
 -- (n a multiple of 4: a store map's rows are whole 16-byte units); "direct": plain stores.
 local ffi = require("ffi")
-local cuasync = require("cuasync")
+local pipeline = require("cuasync.pipeline")
+local program = require("cuasync.program")
+local tensormap = require("cuasync.tensormap")
+local rules = require("cuasync.model.launch_rules")
+local device = require("cuasync.device")
 local native = require("cuasync.native")
 local buffer = require("cuasync.buffer")
 local util = require("cuasync.util")
+require("cuasync.cdef.blas")
 
 local M = {}
 M.BK = 64
@@ -31,7 +36,7 @@ end
 -- buffer, a plan-only map (no driver needed: plans, pruning and compiles).
 local function map(buf, rows, k, box_rows)
   if k % 8 ~= 0 then util.fail("gemm", ("k = %d must be a multiple of 8 (a row of A and B is then 16-byte aligned)"):format(k)) end
-  return cuasync.tensormap{ buffer = buf, ptr = not buf and 256 or nil, bytes = not buf and rows * k * 2 or nil,
+  return tensormap.new{ buffer = buf, ptr = not buf and 256 or nil, bytes = not buf and rows * k * 2 or nil,
     encode = buf ~= nil, dtype = "bf16", dims = { k, rows }, box = { M.BK, box_rows }, swizzle = "128B", load_only = true }
 end
 
@@ -52,7 +57,7 @@ function M.plan(o)
     util.fail("gemm", ('epilogue "tma" needs n a multiple of 4 (a TMA store writes whole 16-byte units of a row; n = %d): use epilogue = "direct"'):format(o.n))
   end
   local consumers = o.bm / 64
-  local P = cuasync.pipeline{ name = "gemm", stages = o.stages,
+  local P = pipeline.new{ name = "gemm", stages = o.stages,
     loads = { { map = map(o.a, o.m, o.k, o.bm / cluster), name = "a" }, { map = map(o.b, o.n, o.k, o.bn), name = "b" } },
     multicast = cluster > 1 and { a = "x" } or nil, cluster = cluster > 1 and { cluster, 1, 1 } or nil,
     producer = { warps = 4 }, consumer = { warps = 4 * consumers },
@@ -74,9 +79,9 @@ end
 -- epilogue, a 1D map of C only passed along (never stored through; any n).
 function M.c_map(P, c)
   if P.epilogue ~= "tma" then
-    return cuasync.tensormap{ buffer = c, dtype = "f32", dims = { P.m * P.n }, box = { M.CHUNK_COLS }, load_only = true }
+    return tensormap.new{ buffer = c, dtype = "f32", dims = { P.m * P.n }, box = { M.CHUNK_COLS }, load_only = true }
   end
-  return cuasync.tensormap{ buffer = c, dtype = "f32", dims = { P.n, P.m }, box = { M.CHUNK_COLS, 64 } }
+  return tensormap.new{ buffer = c, dtype = "f32", dims = { P.n, P.m }, box = { M.CHUNK_COLS, 64 } }
 end
 
 -- A persistent grid: at most one block per SM, at most one per tile (a cluster's pair of tiles);
@@ -97,10 +102,9 @@ end
 
 -- The limits a plan is pruned with where no GPU is open: the device's, else sm_90's.
 function M.limits()
-  local device = require("cuasync.device")
   local dev = device.peek()
   if dev then return dev end
-  local l = cuasync.limits.sm_90
+  local l = rules.sm_90
   return { name = "sm_90", cc = 90, smem_optin = l.smem_optin, reserved_smem_per_block = 1024,
            max_threads_per_block = l.max_threads_per_block }
 end
@@ -122,9 +126,9 @@ end
 local helpers
 function M.helpers()
   if helpers then return helpers end
-  local mod = cuasync.program{ file = "gemm_ref.cu" }:compile()
+  local mod = program.new{ file = "gemm_ref.cu" }:compile()
   helpers = { ref = mod:kernel("gemm_ref", "ptr, ptr, ptr, u32, u32, u32"), fill = mod:kernel("fill_bf16", "ptr, u64, u32"),
-              compare = mod:kernel("compare_f32", "ptr, ptr, u64, f32, f32, ptr"), out = cuasync.alloc(8) }
+              compare = mod:kernel("compare_f32", "ptr, ptr, u64, f32, f32, ptr"), out = buffer.alloc(8) }
   return helpers
 end
 

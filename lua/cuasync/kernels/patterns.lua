@@ -71,23 +71,23 @@ Pattern.__index = Pattern
 
 -- patterns.kernel(name[, { stages = n, tile_bytes = n }])
 function M.kernel(name, opts)
-  util.kind("patterns", "name", name, "string", 2)
+  util.kind("patterns", "name", name, "string")
   local spec = PATTERNS[name]
   if not spec then fail(("unknown pattern '%s' (patterns: %s)"):format(name, table.concat(M.names(), ", "))) end
   opts = opts or {}
-  util.kind("patterns", "opts", opts, "table", 2)
+  util.kind("patterns", "opts", opts, "table")
   util.known_fields("patterns", opts, { stages = true, tile_bytes = true }, 2)
   local o = { stages = spec.stages, tile_bytes = spec.tile_bytes }
   if opts.stages ~= nil then
     if not spec.stages then fail(("pattern '%s' has no stages to set"):format(name)) end
-    o.stages = util.count("patterns", "stages", opts.stages, 2)
+    o.stages = util.count("patterns", "stages", opts.stages)
     if o.stages > spec.max_stages then
       fail(("stages = %d exceeds %d for pattern '%s'"):format(o.stages, spec.max_stages, name))
     end
   end
   if opts.tile_bytes ~= nil then
     if not spec.tile_bytes then fail(("pattern '%s' has no tile_bytes to set"):format(name)) end
-    o.tile_bytes = util.count("patterns", "tile_bytes", opts.tile_bytes, 2)
+    o.tile_bytes = util.count("patterns", "tile_bytes", opts.tile_bytes)
     if o.tile_bytes % 64 ~= 0 then
       fail(("tile_bytes = %d is not a multiple of 64 (bulk copies move 16-byte units, in up to 4 parts)"):format(o.tile_bytes))
     end
@@ -195,7 +195,7 @@ local function host(name, p, need, esize)
 end
 
 function Pattern:verify(inp, out, n, before)
-  util.count("patterns", "n", n, nil, true)
+  util.count("patterns", "n", n, true)
   local esize = 4   -- u32 and f32 alike
   host("inp", inp, n, esize)
   host("out", out, self:out_elems(n), esize)

@@ -38,14 +38,14 @@ end
 
 function M.enum(field, v, t)
   if type(v) ~= "string" or t[v] == nil then
-    fail(("%s = %s is not one of %s"):format(field, util.describe(v), names(t)), 3)
+    fail(("%s = %s is not one of %s"):format(field, util.describe(v), names(t)))
   end
   return t[v]
 end
 
 function M.dtype(v)
   local dt = type(v) == "string" and M.DTYPES[v]
-  if not dt then fail(("dtype = %s is not one of %s"):format(util.describe(v), names(M.DTYPES)), 3) end
+  if not dt then fail(("dtype = %s is not one of %s"):format(util.describe(v), names(M.DTYPES))) end
   return dt
 end
 
@@ -55,13 +55,13 @@ end
 
 -- A list of integers in lo..hi: exactly n entries, or (n == nil) 1..5 of them.
 function M.int_list(field, v, n, lo, hi, why)
-  if type(v) ~= "table" then fail(("%s must be a table of integers (got %s)"):format(field, type(v)), 3) end
-  if n and #v ~= n then fail(("%s has %d entries but %s"):format(field, #v, why or ("the tensor has rank " .. n)), 3) end
-  if not n and (#v < 1 or #v > 5) then fail(("%s has %d entries (rank must be 1..5)"):format(field, #v), 3) end
+  if type(v) ~= "table" then fail(("%s must be a table of integers (got %s)"):format(field, type(v))) end
+  if n and #v ~= n then fail(("%s has %d entries but %s"):format(field, #v, why or ("the tensor has rank " .. n))) end
+  if not n and (#v < 1 or #v > 5) then fail(("%s has %d entries (rank must be 1..5)"):format(field, #v)) end
   for i = 1, #v do
     local x = v[i]
     if not util.is_integer(x) or x < lo or x > hi then
-      fail(("%s[%d] = %s is outside %s..%s"):format(field, i, util.describe(x), bound(lo), bound(hi)), 3)
+      fail(("%s[%d] = %s is outside %s..%s"):format(field, i, util.describe(x), bound(lo), bound(hi)))
     end
   end
   return v
@@ -78,7 +78,7 @@ end
 function M.check_address(address, align, why)
   local a = tonumber(address % align)
   if a ~= 0 then
-    fail(("address 0x%x is not %d-byte aligned (%s)"):format(tonumber(address), align, why), 3)
+    fail(("address 0x%x is not %d-byte aligned (%s)"):format(tonumber(address), align, why))
   end
 end
 
@@ -90,7 +90,7 @@ function M.layout(dt, dims, strides, size, align)
   local rank = #dims
   if dt.dim_multiple and dims[1] % dt.dim_multiple ~= 0 then
     fail(("dims[1] = %d is not a multiple of %d (%s counts single values)"):format(dims[1], dt.dim_multiple,
-         "a packed type"), 3)
+         "a packed type"))
   end
   if strides == nil then
     strides = {}
@@ -104,16 +104,16 @@ function M.layout(dt, dims, strides, size, align)
   local span = M.global_bytes(dt, dims[1])
   for i = 1, rank - 1 do
     if strides[i] % align ~= 0 then
-      fail(("strides[%d] = %d is not a multiple of %d bytes"):format(i, strides[i], align), 3)
+      fail(("strides[%d] = %d is not a multiple of %d bytes"):format(i, strides[i], align))
     end
     if strides[i] < span then
       fail(("strides[%d] = %d is smaller than dimension %d's extent of %d bytes (rows would overlap)"):format(
-           i, strides[i], i, span), 3)
+           i, strides[i], i, span))
     end
     span = strides[i] * dims[i + 1]
   end
   if size and span > size then
-    fail(("the tensor spans %d bytes but the buffer holds %d"):format(span, size), 3)
+    fail(("the tensor spans %d bytes but the buffer holds %d"):format(span, size))
   end
   return strides, span
 end
@@ -130,19 +130,19 @@ function M.modes(spec, dt, rank, min_rank_interleave)
   local oob_fill = spec.oob_fill or "zero"
   local oob = M.enum("oob_fill", oob_fill, M.OOB)
   if il ~= 0 and rank < min_rank_interleave then
-    fail(("interleave = %s needs rank 3..5 (dims has %d entries)"):format(interleave, rank), 3)
+    fail(("interleave = %s needs rank 3..5 (dims has %d entries)"):format(interleave, rank))
   end
   if interleave == "32B" and swizzle ~= "32B" then
-    fail(("interleave = 32B requires swizzle = 32B (got %s)"):format(swizzle), 3)
+    fail(("interleave = 32B requires swizzle = 32B (got %s)"):format(swizzle))
   end
   if oob == 1 and not dt.float then
-    fail(("oob_fill = nan needs a floating-point dtype (got %s)"):format(spec.dtype), 3)
+    fail(("oob_fill = nan needs a floating-point dtype (got %s)"):format(spec.dtype))
   end
   if dt.no_interleave and il ~= 0 then
-    fail(("dtype %s needs interleave = none (got %s)"):format(spec.dtype, interleave), 3)
+    fail(("dtype %s needs interleave = none (got %s)"):format(spec.dtype, interleave))
   end
   if dt.swizzles and not dt.swizzles[swizzle] then
-    fail(("dtype %s allows swizzle = none or 128B (got %s)"):format(spec.dtype, swizzle), 3)
+    fail(("dtype %s allows swizzle = none or 128B (got %s)"):format(spec.dtype, swizzle))
   end
   return { interleave = interleave, swizzle = swizzle, l2_promotion = l2_promotion, oob_fill = oob_fill,
            il = il, sw = sw, l2 = l2, oob = oob }
@@ -153,10 +153,10 @@ end
 function M.inner(field, bytes, m)
   if m.il == 0 and bytes % 16 ~= 0 then
     fail(("%s = %s is not a multiple of 16 (the inner box dimension moves 16-byte units)"):format(field,
-         tostring(bytes)), 3)
+         tostring(bytes)))
   end
   if m.il == 0 and bytes > M.SPAN[m.swizzle] then
-    fail(("%s = %d exceeds the %s swizzle span"):format(field, bytes, m.swizzle), 3)
+    fail(("%s = %d exceeds the %s swizzle span"):format(field, bytes, m.swizzle))
   end
 end
 

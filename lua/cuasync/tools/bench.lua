@@ -24,11 +24,11 @@ function M.median(t)
 end
 
 function M.bench(fn, opts)
-  util.kind("bench", "fn", fn, "function", 2)
+  util.kind("bench", "fn", fn, "function")
   opts = opts or {}
-  util.kind("bench", "opts", opts, "table", 2)
+  util.kind("bench", "opts", opts, "table")
   util.known_fields("bench", opts, { warmup = true, reps = true, stream = true }, 2)
-  local warmup = util.count("bench", "warmup", opts.warmup or 3, nil, true)
+  local warmup = util.count("bench", "warmup", opts.warmup or 3, true)
   local reps = util.count("bench", "reps", opts.reps or 20)
   local stream = opts.stream
   streams.handle(stream)   -- a closed or foreign stream is refused before any work
@@ -56,13 +56,13 @@ end
 -- v.run in interleaved rounds (each round: every variant, one bench each), so that clock and
 -- thermal drift fall on all alike; sets v.times (each round's median) and v.ms (their median).
 function M.rounds(variants, opts)
-  util.kind("bench_rounds", "variants", variants, "table", 2)
+  util.kind("bench_rounds", "variants", variants, "table")
   opts = opts or {}
   util.kind("bench_rounds", "opts", opts, "table")
   util.known_fields("bench_rounds", opts, { rounds = true, reps = true, warmup = true }, 2)
   local rounds = util.count("bench_rounds", "rounds", opts.rounds or 5)
   if opts.reps ~= nil then util.count("bench_rounds", "reps", opts.reps) end
-  if opts.warmup ~= nil then util.count("bench_rounds", "warmup", opts.warmup, nil, true) end
+  if opts.warmup ~= nil then util.count("bench_rounds", "warmup", opts.warmup, true) end
   util.list("bench_rounds", "variants", variants)
   for i, v in ipairs(variants) do
     if type(v) ~= "table" or type(v.run) ~= "function" then

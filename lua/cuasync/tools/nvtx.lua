@@ -5,6 +5,7 @@
 -- without the NVTX headers says so in enabled() == false, why().
 local native = require("cuasync.native")
 local util = require("cuasync.util")
+require("cuasync.cdef.nvtx")
 
 local C = native.C
 local M = {}

@@ -2,6 +2,7 @@
 -- formatting over rows: { index, params, kind = "measured" | "pruned" | "failed" | "skipped",
 -- reason, ms, gbps, tflops, ratio, verified, gpu, compile_ms, cache, cached }.
 local util = require("cuasync.util")
+local toolkit = require("cuasync.toolkit")
 
 local M = {}
 
@@ -203,7 +204,7 @@ end
 
 function M.read_json(path)
   local dkjson = json_lib()
-  local text = require("cuasync.toolkit").read_file(path)
+  local text = toolkit.read_file(path)
   if not text then util.fail("sweep.load", ("cannot read %s"):format(tostring(path))) end
   local doc, _, err = dkjson.decode(text)
   if type(doc) ~= "table" or type(doc.rows) ~= "table" then

@@ -17,7 +17,13 @@
 -- side effects that matter (allocate GPU memory lazily, in build). Measured rows are kept in
 -- $CUASYNC_CACHE_DIR/sweeps and not measured again unless force = true.
 local ffi = require("ffi")
-local cuasync = require("cuasync")
+local device = require("cuasync.device")
+local streams = require("cuasync.stream")
+local watchdog = require("cuasync.watchdog")
+local bench = require("cuasync.tools.bench")
+local compiler = require("cuasync.compiler")
+require("cuasync.cdef.event")
+require("cuasync.cdef.loader")
 local native = require("cuasync.native")
 local util = require("cuasync.util")
 local cache = require("cuasync.cache")
@@ -313,11 +319,11 @@ local function measure(S, pts, indices, rows, step, gpu)
           nvtx.push(S:label(p))
           v.run()
           nvtx.pop()
-          if not S.host then cuasync.synchronize{ timeout_ms = S.timeout_ms } end
+          if not S.host then streams.synchronize{ timeout_ms = S.timeout_ms } end
         end)
         if not ok2 then
           r.kind = "failed"
-          if cuasync.is_hang(err) then
+          if watchdog.is_hang(err) then
             r.reason = "hang: " .. tostring(err)
           else
             r.reason = "run: " .. tostring(err)
@@ -363,7 +369,7 @@ local function measure(S, pts, indices, rows, step, gpu)
   if #all > 0 then
     local ok, err
     if S.host then ok, err = pcall(host_rounds, all, S.rounds, S.reps)
-    else ok, err = pcall(cuasync.bench_rounds, all, { rounds = S.rounds, reps = S.reps }) end
+    else ok, err = pcall(bench.rounds, all, { rounds = S.rounds, reps = S.reps }) end
     if not ok then
       for _, v in ipairs(variants) do v.row.kind, v.row.reason = "failed", "timing: " .. tostring(err) end
       return base
@@ -432,7 +438,7 @@ local function gpu_list(g, available)
   if g == nil then return nil end
   if g == "all" then
     if not available then return nil end
-    local n = cuasync.device_count()
+    local n = device.count()
     local t = {}
     for i = 0, n - 1 do t[#t + 1] = i end
     return t
@@ -450,7 +456,7 @@ function Sweep:run(o)
   local shard_i, shard_n = parse_shard(o.shard)
   local task = worker_task()
   local pts = self:points()
-  local gpu_ok, why = cuasync.available()
+  local gpu_ok, why = device.available()
   local can_measure = gpu_ok or self.host
 
   -- a worker: compile or measure its share, report, and leave
@@ -469,7 +475,7 @@ function Sweep:run(o)
       end
       write_file(task.out, json().encode(out))
     else
-      if not self.host then cuasync.device(task.gpu) end
+      if not self.host then device.open(task.gpu) end
       local rows = {}
       for _, i in ipairs(task.indices) do rows[i] = row(self, i, pts[i], "measured") end
       local base = measure(self, pts, task.indices, rows, function() tell("measured") end, task.gpu)
@@ -520,7 +526,7 @@ function Sweep:run(o)
   local entries = load_results(self)
   local device_key = self.host and "host" or "none"
   if gpu_ok and not self.host then
-    local dev = cuasync.device(0)
+    local dev = device.open(0)
     device_key = dev.name .. "|" .. driver_version()
     self.device_name = dev.name
   end
@@ -528,14 +534,16 @@ function Sweep:run(o)
   for _, r in ipairs(todo) do
     local digest = "-"
     if r.prog then
-      local okk, key = pcall(require("cuasync.compiler").key, r.prog, r.prog:arch())
+      local okk, key = pcall(compiler.key, r.prog, r.prog:arch())
       digest = okk and key or "-"
     end
     r.key = device_key .. "|" .. digest .. "|" .. report.params_text(self.order, r.params)
     local e = entries[r.key]
     if can_measure and e and not o.force then
+      -- a stored entry brings figures, never the row's identity
+      local index, params = r.index, r.params
       for k, v in pairs(e) do r[k] = v end
-      r.index, r.params, r.cached = r.index, r.params, true
+      r.index, r.params, r.cached = index, params, true
     else
       fresh[#fresh + 1] = r
     end
@@ -625,7 +633,7 @@ function Sweep:run(o)
       end
       self.gpus = gpus
     else
-      if not self.host then cuasync.device(gpus[1]) end
+      if not self.host then device.open(gpus[1]) end
       local sub = {}
       for _, i in ipairs(indices) do sub[i] = byi[i] end
       local base = measure(self, pts, indices, sub, mstep, gpus[1])
