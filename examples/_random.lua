@@ -1,6 +1,7 @@
 -- Fresh random data for the examples: xorshift64* seeded from the clock, so no run reuses the
 -- data of the last. fill(ptr, words) writes `words` uint64 values at ptr.
 local ffi = require("ffi")
+local bit = require("bit")
 
 local M = {}
 

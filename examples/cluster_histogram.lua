@@ -8,6 +8,7 @@
 local dir = arg[0]:match("^(.*)/[^/]*$") or "."
 dofile(dir .. "/_path.lua")
 local ffi = require("ffi")
+local bit = require("bit")
 local cuasync = require("cuasync")
 local random = dofile(dir .. "/_random.lua")
 local o = dofile(dir .. "/_args.lua")({ n = 2 ^ 26, bins = 32768, block = 512, reps = 10, rounds = 5 },

@@ -14,6 +14,7 @@
 #include <cuasync/tma.cuh>
 #include <cuasync/bulk.cuh>
 #include <cuasync/wgmma.cuh>
+#include <cuasync/warpgroup.cuh>
 
 #ifndef BM
 #define BM 128
@@ -27,8 +28,11 @@
 #ifndef EPILOGUE
 #define EPILOGUE 1
 #endif
-#define BK 64
-#define CHUNK_COLS 32
+// BK (the k-block of a stage: 64 bf16 = one 128-byte swizzle span) and CHUNK_COLS (the epilogue's
+// chunk width) come from kernels/gemm.lua, which builds the tensor maps with the same numbers.
+#if !defined(BK) || !defined(CHUNK_COLS)
+#error "gemm_tma.cu: BK and CHUNK_COLS are passed as defines by kernels/gemm.lua"
+#endif
 
 typedef cuasync::pipelines::gemm Plan;
 typedef cuasync::pipeline<Plan> Pipe;
@@ -58,12 +62,6 @@ __device__ __forceinline__ void mma(float (&d)[BN / 2], unsigned long long a, un
 #else
     wg::mma_m64n256k16_bf16(d, a, b, accumulate);
 #endif
-}
-
-// The 128 threads of consumer warpgroup c (named barrier 1 + c; 0 is __syncthreads).
-__device__ __forceinline__ void warpgroup_sync(unsigned c)
-{
-    asm volatile("bar.sync %0, 128;" :: "r"(1u + c) : "memory");
 }
 
 // Tile t of the block: its row and column. With CLUSTER = 2 the cluster takes pairs of tiles
@@ -147,12 +145,12 @@ extern "C" __global__ void __launch_bounds__(Plan::block, 1) gemm_tma(const __gr
 #pragma unroll
         for (unsigned j = 0; j < BN / CHUNK_COLS; ++j) {
             if (tid == 0) cuasync::bulk::wait_group_read<0>();   // the last store has read the chunk
-            warpgroup_sync(c);
+            cuasync::warpgroup::sync(1u + c);   // consumer warpgroup c: named barrier 1 + c
 #pragma unroll
             for (unsigned i = j * (CHUNK_COLS / 2); i < (j + 1) * (CHUNK_COLS / 2); ++i)
                 chunk[wg::acc_row(i, tid) * CHUNK_COLS + wg::acc_col(i, tid) - j * CHUNK_COLS] = acc[i];
             cuasync::bulk::fence_proxy_async_shared();   // these writes, then the async proxy reads them
-            warpgroup_sync(c);
+            cuasync::warpgroup::sync(1u + c);   // consumer warpgroup c: named barrier 1 + c
             if (tid == 0) {
                 cuasync::tma::store(&Cmap, chunk, (int)(n0 + j * CHUNK_COLS), (int)row0);
                 cuasync::bulk::commit_group();

@@ -19,7 +19,7 @@ extern "C" __global__ void canary_issue(const unsigned char *src, unsigned chunk
     for (unsigned j = 0; j < chunks; ++j)
         cuasync::bulk::load(smem + j * chunk, src + ((size_t)blockIdx.x * chunks + j) * chunk, chunk, &bar);
     cuasync::watchdog::pause_ns(grace_ns);
-    asm volatile("exit;" ::: "memory");
+    cuasync::watchdog::exit_thread();
 }
 
 extern "C" __global__ void canary_check(unsigned words, unsigned wait_ns, unsigned *bad)

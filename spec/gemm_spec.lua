@@ -6,6 +6,7 @@
 -- are not multiples of the tile (edge tiles through the loads' zero fill and the clipped stores),
 -- on fresh random data into poisoned output; cuBLAS matches the reference.
 local ffi = require("ffi")
+local bit = require("bit")
 local cuasync = require("cuasync")
 local H = require("helper")
 local gemm = require("cuasync.kernels.gemm")
@@ -72,7 +73,7 @@ describe("gemm", function()
       for stages = 2, 7 do
         local P = gemm.plan{ stages = stages, bm = bm, bn = bn, m = 1000, n = 1000, k = 1000 }
         if pcall(P.check, P, gemm.limits()) then
-          local ptx = P:program{ file = "gemm_tma.cu", arch = "sm_90a", defines = { BM = bm, BN = bn } }:ptx()
+          local ptx = gemm.program(P, { arch = "sm_90a" }):ptx()
           assert.truthy(ptx:find(("wgmma.mma_async.sync.aligned.m64n%dk16.f32.bf16.bf16"):format(bn), 1, true), t)
           assert.truthy(ptx:find("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes", 1, true))
           n = n + 1

@@ -1,6 +1,7 @@
 -- Shared by the specs: GPU detection (GPU specs skip, counted, where no device is found, and fail
 -- instead with CUASYNC_REQUIRE_GPU=1), fresh random data, subprocesses, a scratch cache dir.
 local ffi = require("ffi")
+local bit = require("bit")
 local cuasync = require("cuasync")
 
 local H = {}

@@ -130,7 +130,8 @@ local BUILD = {
   ["gemm_tma.cu"] = function(file)
     local gemm = require("cuasync.kernels.gemm")
     local P = gemm.plan{ stages = 4, bm = 128, bn = 128, m = 1024, n = 1024, k = 1024 }
-    return P:program{ file = file, arch = "sm_90a", defines = { BM = 128, BN = 128 } }
+    assert.equal("gemm_tma.cu", file)
+    return gemm.program(P, { arch = "sm_90a" })
   end,
   ["pipeline_multicast.cu"] = function(file)
     return cuasync.pipeline{ name = "mc", stages = 4, loads = { { map = plan_map{ 64, 16 }, name = "a" } }, multicast = { a = "x" },

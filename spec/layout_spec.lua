@@ -2,8 +2,12 @@
 --   model/    pure Lua: requires nothing native (no ffi, no cuasync module outside model/ but util)
 --   tools/, kernels/   never required by the core (lua/cuasync/*.lua other than init.lua, which
 --             exposes them on first use)
+--   core      no require cycle among lua/cuasync modules; requires at the top of a file (one inside
+--             a function carries a "lazy:" comment saying why)
+--   tools/, kernels/   require core modules, never the cuasync facade
 --   native/   no dlsym outside the loader; no driver attribute number written as a literal
---   kernels-src/   no open-coded mbarrier spin outside watchdog.cuh
+--   kernels-src/   no open-coded mbarrier spin outside watchdog.cuh; no asm in kernels-src/*.cu
+--             (PTX lives in the device headers, one wrapper each)
 local function files(cmd)
   local out, p = {}, io.popen(cmd)
   for l in p:lines() do out[#out + 1] = l end
@@ -20,12 +24,101 @@ local function read(path)
 end
 
 local function requires(src)
+  src = src:gsub("%-%-%[%[.-%]%]", ""):gsub("%-%-[^\n]*", "")
   local r = {}
   for m in src:gmatch("require%s*%(?%s*[\"']([%w_%.]+)[\"']") do r[#r + 1] = m end
   return r
 end
 
+-- module name -> { required module names } for every lua/cuasync module (requires anywhere in the file)
+local function graph()
+  local g = {}
+  for _, f in ipairs(files("find lua/cuasync -name '*.lua'")) do
+    local name = f:gsub("^lua/", ""):gsub("%.lua$", ""):gsub("/init$", ""):gsub("/", ".")
+    g[name] = {}
+    for _, m in ipairs(requires(read(f))) do
+      if m:match("^cuasync") then g[name][#g[name] + 1] = m end
+    end
+  end
+  return g
+end
+
+-- The first cycle found in g, as a list "a -> b -> a", or nil.
+local function cycle(g)
+  local state, stack = {}, {}
+  local function visit(n)
+    state[n] = "open"
+    stack[#stack + 1] = n
+    for _, m in ipairs(g[n] or {}) do
+      if state[m] == "open" then
+        local path, on = {}, false
+        for _, s in ipairs(stack) do if s == m then on = true end if on then path[#path + 1] = s end end
+        path[#path + 1] = m
+        return table.concat(path, " -> ")
+      elseif state[m] == nil and g[m] then
+        local c = visit(m)
+        if c then return c end
+      end
+    end
+    stack[#stack] = nil
+    state[n] = "done"
+  end
+  local names = {}
+  for n in pairs(g) do names[#names + 1] = n end
+  table.sort(names)
+  for _, n in ipairs(names) do
+    if not state[n] then local c = visit(n) if c then return c end end
+  end
+end
+
 describe("layout", function()
+  it("no require cycle among lua/cuasync modules (computed from the require lines)", function()
+    local g = graph()
+    assert.is_true(g["cuasync.kernel"] ~= nil and g["cuasync.pipeline"] ~= nil)
+    assert.is_nil(cycle(g))
+    -- the check finds a cycle when there is one
+    assert.equal("a -> b -> a", cycle({ a = { "b" }, b = { "a" } }))
+  end)
+
+  it("the core requires at the top of a file; a require inside a function says why (lazy:)", function()
+    for _, f in ipairs(files("ls lua/cuasync/*.lua lua/cuasync/model/*.lua")) do
+      local prev = ""
+      for line in (read(f) .. "\n"):gmatch("([^\n]*)\n") do
+        if line:match("^%s+") and line:find("require%s*%(") and not line:match("^%s*%-%-") then
+          local why = line:find("lazy:", 1, true) or prev:find("lazy:", 1, true)
+          assert.truthy(why, f .. ": a require inside a function, with no lazy: comment: " .. line)
+        end
+        if line:match("%S") then prev = line end
+      end
+    end
+  end)
+
+  it("a file that uses bit.* requires it (no reliance on LuaJIT's global)", function()
+    for _, f in ipairs(files("find lua bin examples spec -name '*.lua' -o -name cuasync -type f")) do
+      local src = read(f):gsub("%-%-[^\n]*", "")
+      if src:find("[^%w_.]bit%.%a") then
+        assert.truthy(src:find('local bit = require%("bit"%)'), f .. " uses bit without require(\"bit\")")
+      end
+    end
+  end)
+
+  it("tools/ and kernels/ require core modules, never the cuasync facade", function()
+    for _, f in ipairs(files("ls lua/cuasync/tools/*.lua lua/cuasync/kernels/*.lua")) do
+      for _, m in ipairs(requires(read(f))) do
+        assert.is_true(m ~= "cuasync", f .. " requires the facade")
+      end
+    end
+  end)
+
+  it("no asm in kernels-src/*.cu: PTX lives in the device headers", function()
+    local list = files("ls kernels-src/*.cu")
+    assert.is_true(#list > 10)
+    for _, f in ipairs(list) do
+      local src = read(f):gsub("/%*.-%*/", ""):gsub("//[^\n]*", "")
+      assert.is_nil(src:find("asm%s*[%(v]"), f .. " has inline asm")
+    end
+  end)
+
   it("model/ loads nothing native", function()
     local list = files("ls lua/cuasync/model/*.lua")
     assert.is_true(#list >= 5)
@@ -44,13 +137,16 @@ describe("layout", function()
       package.cpath = ""
       package.preload["ffi"] = function() error("ffi used") end
       package.loaded["ffi"] = nil
-      for _, m in ipairs({ "swizzle", "launch_rules", "clusters", "tensormap_rules", "ring" }) do
-        require("cuasync.model." .. m)
-      end
+      local p = io.popen("ls lua/cuasync/model/*.lua")
+      local n = 0
+      for f in p:lines() do require("cuasync.model." .. f:match("([%w_]+)%.lua$")); n = n + 1 end
+      p:close()
+      print(n)
       print(require("cuasync.model.swizzle").layout("128B", { 32, 8 }, 4).bytes)
     ]], { env = { CUASYNC_LIB = "/nonexistent/libcuasync.so" } })
     assert.is_true(ok, out)
-    assert.equal("1024\n", out)
+    local n = #files("ls lua/cuasync/model/*.lua")
+    assert.equal(n .. "\n1024\n", out)
   end)
 
   it("the core never requires tools/ or kernels/", function()

@@ -4,6 +4,7 @@
 -- observation (test_wait.parity for both parities, test_wait on every token, pending_count of
 -- every token) must be what the model predicts. Fresh seed each run, printed.
 local ffi = require("ffi")
+local bit = require("bit")
 local cuasync = require("cuasync")
 local H = require("helper")
 local ops = require("support.mbarrier_ops")

@@ -3,6 +3,7 @@
 -- replace_address moves a map; an im2col load walks the pixel box. Fresh random data, poisoned
 -- outputs, every element checked.
 local ffi = require("ffi")
+local bit = require("bit")
 local cuasync = require("cuasync")
 local H = require("helper")
 

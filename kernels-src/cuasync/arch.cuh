@@ -1,13 +1,27 @@
 // cuasync/arch.cuh — what every device header needs from the target: the 32-bit shared-window
 // address PTX's .shared operands take, and the stand-in that refuses an sm_90 wrapper by name on
-// an older target. Compiled by NVRTC with no host headers.
+// an older target (CUASYNC_REFUSE). Compiled by NVRTC with no host headers.
 #pragma once
 
-// Where an sm_90 wrapper is used on an older target, its stand-in fails to compile with this
-// message (a template, so only a use fires it, not the include).
-#define CUASYNC_NEEDS_SM90(fn, ...) \
-    template <typename cuasync_T = void> __device__ void fn(__VA_ARGS__) \
-    { static_assert(sizeof(cuasync_T *) == 0, "cuasync: " #fn " needs sm_90 (PTX ISA 8.0)"); }
+namespace cuasync {
+// false, and dependent on a stand-in's arguments: its static_assert fires on use, not on include.
+template <typename... T> struct refused { static constexpr bool value = false; };
+}
+
+// The one refusal of an arch-gated wrapper. On a target without it, the wrapper is a stand-in of
+// the same name that fails to compile, when used, with "cuasync: <prefix><fn> needs <target>".
+// CUASYNC_REFUSE_T is the same for a wrapper with a template parameter (template <int N> ...).
+// A header none of whose wrappers exist below a target refuses at include: CUASYNC_REFUSE_HEADER.
+#define CUASYNC_SM90 "sm_90 (PTX ISA 8.0)"
+#define CUASYNC_SM90A "sm_90a (compile with arch = \"sm_90a\")"
+#define CUASYNC_REFUSE(prefix, fn, target) \
+    template <typename... cuasync_A> __device__ void fn(cuasync_A...) \
+    { static_assert(::cuasync::refused<cuasync_A...>::value, "cuasync: " prefix #fn " needs " target); }
+#define CUASYNC_REFUSE_T(tparam, prefix, fn, target) \
+    template <tparam, typename... cuasync_A> __device__ void fn(cuasync_A...) \
+    { static_assert(::cuasync::refused<cuasync_A...>::value, "cuasync: " prefix #fn " needs " target); }
+#define CUASYNC_REFUSE_HEADER(header, target) \
+    static_assert(::cuasync::refused<>::value, "cuasync: " header " needs " target)
 
 namespace cuasync {
 

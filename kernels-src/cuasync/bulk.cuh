@@ -138,19 +138,19 @@ __device__ __forceinline__ void fence_proxy_async_shared()
 }
 
 #else
-CUASYNC_NEEDS_SM90(load, void *, const void *, unsigned, mbarrier_t *)
-CUASYNC_NEEDS_SM90(store, void *, const void *, unsigned)
-CUASYNC_NEEDS_SM90(commit_group)
-CUASYNC_NEEDS_SM90(fence_proxy_async_shared)
-CUASYNC_NEEDS_SM90(load_multicast, void *, const void *, unsigned, mbarrier_t *, unsigned short)
-CUASYNC_NEEDS_SM90(copy_to_cluster, void *, const void *, unsigned, mbarrier_t *, unsigned)
-CUASYNC_NEEDS_SM90(prefetch_l2, const void *, unsigned)
-CUASYNC_NEEDS_SM90(elect_one)
-template <typename T> __device__ void reduce_add(T *, const T *, unsigned) { static_assert(sizeof(T) == 0, "cuasync: reduce_add needs sm_90 (PTX ISA 8.0)"); }
-template <typename T> __device__ void reduce_min(T *, const T *, unsigned) { static_assert(sizeof(T) == 0, "cuasync: reduce_min needs sm_90 (PTX ISA 8.0)"); }
-template <typename T> __device__ void reduce_max(T *, const T *, unsigned) { static_assert(sizeof(T) == 0, "cuasync: reduce_max needs sm_90 (PTX ISA 8.0)"); }
-template <int N> __device__ void wait_group() { static_assert(N != N, "cuasync: wait_group needs sm_90 (PTX ISA 8.0)"); }
-template <int N> __device__ void wait_group_read() { static_assert(N != N, "cuasync: wait_group_read needs sm_90 (PTX ISA 8.0)"); }
+CUASYNC_REFUSE("", load, CUASYNC_SM90)
+CUASYNC_REFUSE("", store, CUASYNC_SM90)
+CUASYNC_REFUSE("", commit_group, CUASYNC_SM90)
+CUASYNC_REFUSE("", fence_proxy_async_shared, CUASYNC_SM90)
+CUASYNC_REFUSE("", load_multicast, CUASYNC_SM90)
+CUASYNC_REFUSE("", copy_to_cluster, CUASYNC_SM90)
+CUASYNC_REFUSE("", prefetch_l2, CUASYNC_SM90)
+CUASYNC_REFUSE("", elect_one, CUASYNC_SM90)
+CUASYNC_REFUSE("", reduce_add, CUASYNC_SM90)
+CUASYNC_REFUSE("", reduce_min, CUASYNC_SM90)
+CUASYNC_REFUSE("", reduce_max, CUASYNC_SM90)
+CUASYNC_REFUSE_T(int N, "", wait_group, CUASYNC_SM90)
+CUASYNC_REFUSE_T(int N, "", wait_group_read, CUASYNC_SM90)
 #endif
 
 } // namespace bulk

@@ -9,3 +9,4 @@
 #include <cuasync/tma.cuh>
 #include <cuasync/pipeline.cuh>
 #include <cuasync/cluster.cuh>
+#include <cuasync/warpgroup.cuh>

@@ -5,11 +5,10 @@
 // .shared::cta spelling of its state space needs PTX ISA 7.8 (NVRTC 12+ emits 8.x or newer).
 #pragma once
 
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
-#error "cuasync/mbarrier.cuh: mbarrier needs sm_80 or newer (PTX ISA 7.0)"
-#endif
-
 #include <cuasync/arch.cuh>
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+CUASYNC_REFUSE_HEADER("mbarrier.cuh", "sm_80 (PTX ISA 7.0)");
+#endif
 #include <cuasync/watchdog.cuh>
 
 namespace cuasync {
@@ -195,18 +194,16 @@ __device__ __forceinline__ bool wait_parity_bounded(mbarrier_t *bar, unsigned pa
     return watchdog::spin_bounded([&] { return try_wait_parity(bar, parity, suspend_ns); }, tries);
 }
 #else
-CUASYNC_NEEDS_SM90(arrive, mbarrier_t *, unsigned)
-CUASYNC_NEEDS_SM90(arrive_drop, mbarrier_t *, unsigned)
-CUASYNC_NEEDS_SM90(expect_tx, mbarrier_t *, unsigned)
-CUASYNC_NEEDS_SM90(complete_tx, mbarrier_t *, unsigned)
-CUASYNC_NEEDS_SM90(try_wait, mbarrier_t *, unsigned long long)
-CUASYNC_NEEDS_SM90(try_wait, mbarrier_t *, unsigned long long, unsigned)
-CUASYNC_NEEDS_SM90(arrive_cluster, mbarrier_t *, unsigned)
-CUASYNC_NEEDS_SM90(fence_init)
-CUASYNC_NEEDS_SM90(arrive_expect_tx, mbarrier_t *, unsigned)
-CUASYNC_NEEDS_SM90(try_wait_parity, mbarrier_t *, unsigned)
-CUASYNC_NEEDS_SM90(try_wait_parity, mbarrier_t *, unsigned, unsigned)
-CUASYNC_NEEDS_SM90(wait_parity_bounded, mbarrier_t *, unsigned, unsigned)
+CUASYNC_REFUSE("", arrive, CUASYNC_SM90)
+CUASYNC_REFUSE("", arrive_drop, CUASYNC_SM90)
+CUASYNC_REFUSE("", expect_tx, CUASYNC_SM90)
+CUASYNC_REFUSE("", complete_tx, CUASYNC_SM90)
+CUASYNC_REFUSE("", try_wait, CUASYNC_SM90)
+CUASYNC_REFUSE("", arrive_cluster, CUASYNC_SM90)
+CUASYNC_REFUSE("", fence_init, CUASYNC_SM90)
+CUASYNC_REFUSE("", arrive_expect_tx, CUASYNC_SM90)
+CUASYNC_REFUSE("", try_wait_parity, CUASYNC_SM90)
+CUASYNC_REFUSE("", wait_parity_bounded, CUASYNC_SM90)
 #endif
 
 // mbarrier.inval.shared::cta.b64 [addr];                               // PTX ISA 7.0, sm_80

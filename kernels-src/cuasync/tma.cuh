@@ -129,13 +129,13 @@ __device__ __forceinline__ void prefetch_map(const tensormap *map)
 
 #else
 // Tensor copies exist from sm_90 on: any use on an older target fails with this message.
-template <typename... A> __device__ void load(A...) { static_assert(sizeof...(A) == 0, "cuasync: tma::load needs sm_90 (PTX ISA 8.0)"); }
-template <typename... A> __device__ void load_multicast(A...) { static_assert(sizeof...(A) == 0, "cuasync: tma::load_multicast needs sm_90 (PTX ISA 8.0)"); }
-template <typename... A> __device__ void store(A...) { static_assert(sizeof...(A) == 0, "cuasync: tma::store needs sm_90 (PTX ISA 8.0)"); }
-template <typename... A> __device__ void reduce_add(A...) { static_assert(sizeof...(A) == 0, "cuasync: tma::reduce_add needs sm_90 (PTX ISA 8.0)"); }
-template <typename... A> __device__ void prefetch(A...) { static_assert(sizeof...(A) == 0, "cuasync: tma::prefetch needs sm_90 (PTX ISA 8.0)"); }
-template <typename... A> __device__ void load_im2col(A...) { static_assert(sizeof...(A) == 0, "cuasync: tma::load_im2col needs sm_90 (PTX ISA 8.0)"); }
-template <typename... A> __device__ void prefetch_map(A...) { static_assert(sizeof...(A) == 0, "cuasync: tma::prefetch_map needs sm_90 (PTX ISA 8.0)"); }
+CUASYNC_REFUSE("tma::", load, CUASYNC_SM90)
+CUASYNC_REFUSE("tma::", load_multicast, CUASYNC_SM90)
+CUASYNC_REFUSE("tma::", store, CUASYNC_SM90)
+CUASYNC_REFUSE("tma::", reduce_add, CUASYNC_SM90)
+CUASYNC_REFUSE("tma::", prefetch, CUASYNC_SM90)
+CUASYNC_REFUSE("tma::", load_im2col, CUASYNC_SM90)
+CUASYNC_REFUSE("tma::", prefetch_map, CUASYNC_SM90)
 #endif
 
 } // namespace tma

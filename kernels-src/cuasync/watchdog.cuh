@@ -44,6 +44,14 @@ __device__ __forceinline__ void pause_ns(unsigned long long ns)
     while (now() - t0 < ns) __nanosleep(500);
 }
 
+// exit;                                                                 // PTX ISA 1.0, sm_10
+// End this thread now. Unlike trap it leaves the context usable (measured on the H200).
+__device__ __forceinline__ void exit_thread()
+{
+    asm volatile("exit;" ::: "memory");
+    __builtin_unreachable();
+}
+
 } // namespace watchdog
 } // namespace cuasync
 
@@ -93,8 +101,7 @@ __device__ __forceinline__ bool aborted() { return *(volatile unsigned *)&cuasyn
 __device__ __noinline__ void leave()
 {
     pause_ns((unsigned long long)(CUASYNC_WATCHDOG_GRACE_NS));
-    asm volatile("exit;" ::: "memory");
-    __builtin_unreachable();
+    exit_thread();
 }
 
 // A timed-out wait: the one that began earliest writes the post-mortem (its barrier is the root

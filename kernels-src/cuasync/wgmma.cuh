@@ -1,12 +1,13 @@
 // cuasync/wgmma.cuh — warpgroup MMA on sm_90a (PTX ISA "Asynchronous Warpgroup Level Matrix
 // Multiply-Accumulate"): shared-memory matrix descriptors for the layouts TMA writes, wgmma.fence,
-// wgmma.mma_async bf16 -> f32 (m64n64k16, m64n128k16, m64n256k16), commit_group / wait_group, and
-// setmaxnreg to move registers from a producer warpgroup to the consumers. A warpgroup is 4
+// wgmma.mma_async bf16 -> f32 (m64n64k16, m64n128k16, m64n256k16), commit_group / wait_group
+// (setmaxnreg and the warpgroup barrier are in warpgroup.cuh, also reachable here as wgmma::setmaxnreg_*). A warpgroup is 4
 // consecutive warps (128 threads); every wgmma instruction is executed by all of them.
 // Compiled by NVRTC with no host headers. Needs the arch-specific target sm_90a.
 #pragma once
 
 #include <cuasync/arch.cuh>
+#include <cuasync/warpgroup.cuh>   // setmaxnreg, named-barrier sync
 
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ < 900 || !defined(__CUDA_ARCH_FEAT_SM90_ALL))
 #define CUASYNC_WGMMA_UNAVAILABLE 1
@@ -14,6 +15,9 @@
 
 namespace cuasync {
 namespace wgmma {
+
+using warpgroup::setmaxnreg_inc;
+using warpgroup::setmaxnreg_dec;
 
 // The 64-bit shared-memory matrix descriptor (PTX ISA "Matrix Descriptor Format"):
 //   bits 0-13 start address >> 4, 16-29 leading-dimension byte offset >> 4, 32-45 stride-dimension
@@ -61,14 +65,6 @@ __device__ __forceinline__ void commit_group() { asm volatile("wgmma.commit_grou
 template <int N>
 __device__ __forceinline__ void wait_group() { asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(N) : "memory"); }
 
-// setmaxnreg.inc.sync.aligned.u32 R; / setmaxnreg.dec.sync.aligned.u32 R;   // PTX ISA 8.0, sm_90a
-// Every thread of a warpgroup: raise (consumers) or lower (a producer) its register count to R
-// (a multiple of 8 in 24..256), so that a block's registers go where the accumulators are.
-template <int R>
-__device__ __forceinline__ void setmaxnreg_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(R)); }
-template <int R>
-__device__ __forceinline__ void setmaxnreg_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(R)); }
-
 // wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 d, a-desc, b-desc, p, 1, 1, 0, 0;   // PTX ISA 8.0, sm_90a
 // D (64 x 64, f32, 32 registers a thread) += A (64 x 16, shared memory) * B (64 x 16, shared memory), both
 // K-major (no transpose); accumulate = false overwrites D (the first k-block of a tile).
@@ -106,14 +102,12 @@ __device__ __forceinline__ void mma_m64n256k16_bf16(float (&d)[128], unsigned lo
 }
 
 #else
-template <typename... A> __device__ void fence(A...) { static_assert(sizeof...(A) < 0, "cuasync: wgmma::fence needs sm_90a (compile with arch = \"sm_90a\")"); }
-template <typename... A> __device__ void commit_group(A...) { static_assert(sizeof...(A) < 0, "cuasync: wgmma::commit_group needs sm_90a"); }
-template <int N, typename... A> __device__ void wait_group(A...) { static_assert(sizeof...(A) < 0, "cuasync: wgmma::wait_group needs sm_90a"); }
-template <int R, typename... A> __device__ void setmaxnreg_inc(A...) { static_assert(sizeof...(A) < 0, "cuasync: setmaxnreg needs sm_90a"); }
-template <int R, typename... A> __device__ void setmaxnreg_dec(A...) { static_assert(sizeof...(A) < 0, "cuasync: setmaxnreg needs sm_90a"); }
-template <typename... A> __device__ void mma_m64n64k16_bf16(A...) { static_assert(sizeof...(A) < 0, "cuasync: wgmma::mma_m64n64k16_bf16 needs sm_90a"); }
-template <typename... A> __device__ void mma_m64n128k16_bf16(A...) { static_assert(sizeof...(A) < 0, "cuasync: wgmma::mma_m64n128k16_bf16 needs sm_90a"); }
-template <typename... A> __device__ void mma_m64n256k16_bf16(A...) { static_assert(sizeof...(A) < 0, "cuasync: wgmma::mma_m64n256k16_bf16 needs sm_90a"); }
+CUASYNC_REFUSE("wgmma::", fence, CUASYNC_SM90A)
+CUASYNC_REFUSE("wgmma::", commit_group, CUASYNC_SM90A)
+CUASYNC_REFUSE_T(int N, "wgmma::", wait_group, CUASYNC_SM90A)
+CUASYNC_REFUSE("wgmma::", mma_m64n64k16_bf16, CUASYNC_SM90A)
+CUASYNC_REFUSE("wgmma::", mma_m64n128k16_bf16, CUASYNC_SM90A)
+CUASYNC_REFUSE("wgmma::", mma_m64n256k16_bf16, CUASYNC_SM90A)
 #endif
 
 // Where accumulator register i of this thread sits in the 64 x N tile of its warpgroup (the

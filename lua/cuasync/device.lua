@@ -26,7 +26,7 @@ function Device:limits()
     max_threads_per_block = self.max_threads_per_block,
     max_block = self.max_block, max_grid = self.max_grid,
     smem_per_block = self.smem_per_block, smem_optin = self.smem_optin,
-    cluster = self.cluster, name = self.name,
+    cluster = self.cluster, name = self.name, cc = self.cc, reserved_smem_per_block = self.reserved_smem_per_block,
   }
 end
 

@@ -57,22 +57,18 @@ local M = {
   driver_symbol = device.driver_symbol,
 }
 
--- Loaded on first use (tools/ and kernels/ sit above the core). lazy: the core never loads them.
+-- Names loaded on first use: name -> { module, field (nil: the module itself) }.
 local LAZY = {
-  bench = function() return require("cuasync.tools.bench").bench end,
-  median = function() return require("cuasync.tools.bench").median end,
-  bench_rounds = function() return require("cuasync.tools.bench").rounds end,
-  isolate = function() return require("cuasync.tools.isolate") end,
-  copy = function() return require("cuasync.kernels.copy") end,
-  patterns = function() return require("cuasync.kernels.patterns") end,
-  gemm = function() return require("cuasync.kernels.gemm") end,
-  sweep = function() return require("cuasync.tools.sweep") end,
-  nvtx = function() return require("cuasync.tools.nvtx") end,
+  bench = { "cuasync.tools.bench", "bench" }, median = { "cuasync.tools.bench", "median" },
+  bench_rounds = { "cuasync.tools.bench", "rounds" }, isolate = { "cuasync.tools.isolate" },
+  copy = { "cuasync.kernels.copy" }, patterns = { "cuasync.kernels.patterns" }, gemm = { "cuasync.kernels.gemm" },
+  sweep = { "cuasync.tools.sweep" }, nvtx = { "cuasync.tools.nvtx" },
 }
 setmetatable(M, { __index = function(t, k)
-  local f = LAZY[k]
-  if not f then return nil end
-  local v = f()
+  local l = LAZY[k]
+  if not l then return nil end
+  local mod = require(l[1])   -- lazy: tools/ and kernels/ sit above the core, loaded on first use
+  local v = l[2] and mod[l[2]] or mod
   rawset(t, k, v)
   return v
 end })

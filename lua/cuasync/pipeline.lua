@@ -14,6 +14,7 @@ local device = require("cuasync.device")
 local program = require("cuasync.program")
 local tensormap = require("cuasync.tensormap")
 local R = require("cuasync.model.tensormap_rules")
+local rules = require("cuasync.model.launch_rules")
 local plans = require("cuasync.model.pipeline_plan")
 local protocol = require("cuasync.model.pipeline_protocol")
 
@@ -176,8 +177,9 @@ function Pipeline:check(dev)
   end
   if self.cluster_size > 1 then
     if dev.cluster == false then fail(("pipeline '%s' has a cluster but %s has no cluster launch"):format(self.name, dev.name)) end
-    if self.cluster_size > 8 then
-      fail(("pipeline '%s': cluster of %d blocks is above the portable 8"):format(self.name, self.cluster_size))
+    if self.cluster_size > rules.PORTABLE_CLUSTER then
+      fail(("pipeline '%s': cluster of %d blocks is above the portable %d"):format(self.name, self.cluster_size,
+           rules.PORTABLE_CLUSTER))
     end
   end
   for _, l in ipairs(self.loads) do

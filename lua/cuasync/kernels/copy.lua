@@ -52,8 +52,7 @@ function M.bulk_program(opts)
   if chunk % 16 ~= 0 then
     fail(("chunk = %d is not a multiple of 16 (cp.async.bulk moves 16-byte units)"):format(chunk))
   end
-  local dev = device.peek()
-  local limits = dev and dev:limits() or rules.sm_90
+  local limits = rules.limits_of(device.peek())
   -- the data ring is dynamic shared memory; the kernel's barriers are static, one per stage
   local r = ring.plan{ where = "copy", stages = stages, stage_bytes = chunk, align = 16 }
   ring.fit(r, limits.smem_optin, "copy", "stages * chunk", stages * ring.BARRIER_BYTES)

@@ -9,6 +9,7 @@
 -- epilogue = "tma": C leaves through TMA stores of 64 x 32 chunks staged in the plan's scratch
 -- (n a multiple of 4: a store map's rows are whole 16-byte units); "direct": plain stores.
 local ffi = require("ffi")
+local bit = require("bit")
 local pipeline = require("cuasync.pipeline")
 local program = require("cuasync.program")
 local tensormap = require("cuasync.tensormap")
@@ -66,9 +67,14 @@ function M.plan(o)
   return P
 end
 
-function M.program(P)
-  return P:program{ file = "gemm_tma.cu", defines = { BM = P.bm, BN = P.bn, CLUSTER = P.cluster_blocks,
-                                                       EPILOGUE = P.epilogue == "tma" and 1 or 0 } }
+-- The plan's program; opts may add program fields (arch, watchdog, ...), never the defines.
+function M.program(P, opts)
+  local spec = {}
+  for k, v in pairs(opts or {}) do spec[k] = v end
+  spec.file = "gemm_tma.cu"
+  spec.defines = { BM = P.bm, BN = P.bn, CLUSTER = P.cluster_blocks, EPILOGUE = P.epilogue == "tma" and 1 or 0,
+                   BK = M.BK, CHUNK_COLS = M.CHUNK_COLS }
+  return P:program(spec)
 end
 
 function M.kernel(P)
@@ -100,13 +106,9 @@ function M.launch_config(P, dev, m, n, kernel)
   return cfg
 end
 
--- The limits a plan is pruned with where no GPU is open: the device's, else sm_90's.
+-- The limits a plan is pruned with: the open device's, else sm_90's (launch_rules.limits_of).
 function M.limits()
-  local dev = device.peek()
-  if dev then return dev end
-  local l = rules.sm_90
-  return { name = "sm_90", cc = 90, smem_optin = l.smem_optin, reserved_smem_per_block = 1024,
-           max_threads_per_block = l.max_threads_per_block }
+  return rules.limits_of(device.peek())
 end
 
 -- The wgmma shared-memory matrix descriptor as kernels-src/cuasync/wgmma.cuh encodes it (the

@@ -5,6 +5,7 @@
 --   local run = p:prepare(out, inp, n [, { grid = g }])   -- out, inp: device buffers of u32
 --   run(); p:verify(in_host, out_host, n)                 -- nil, or the first wrong element
 local ffi = require("ffi")
+local bit = require("bit")
 local program = require("cuasync.program")
 local device = require("cuasync.device")
 local rules = require("cuasync.model.launch_rules")
@@ -94,8 +95,7 @@ function M.kernel(name, opts)
   end
   local r = spec.smem and spec.smem(o)
   local smem = r and r.smem or 0
-  local dev = device.peek()
-  local limits = dev and dev:limits() or rules.sm_90
+  local limits = rules.limits_of(device.peek())
   if smem > limits.smem_optin then
     fail(("pattern '%s' with stages = %s needs %d bytes of shared memory per block, over the device's %d (smem_optin) by %d: fewer stages or smaller tiles"):format(
       name, tostring(o.stages), smem, limits.smem_optin, smem - limits.smem_optin))

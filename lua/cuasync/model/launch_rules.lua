@@ -7,11 +7,18 @@ local M = {}
 M.PORTABLE_CLUSTER = 8    -- blocks per cluster every sm_90 device guarantees
 M.MAX_CLUSTER = 16        -- with the non-portable attribute (H100/H200)
 
--- The limits of an sm_90 device (H100/H200), for checking a config where no GPU is present.
+-- The limits of an sm_90 device (H100/H200), for checking a config where no GPU is present. The
+-- same fields as a device's :limits(), so a plan's :check takes either.
 M.sm_90 = {
-  name = "sm_90 (H100/H200)", max_threads_per_block = 1024, max_block = { 1024, 1024, 64 },
+  name = "sm_90 (H100/H200)", cc = 90, max_threads_per_block = 1024, max_block = { 1024, 1024, 64 },
   max_grid = { 2147483647, 65535, 65535 }, smem_per_block = 49152, smem_optin = 232448, cluster = true,
+  reserved_smem_per_block = 1024,
 }
+
+-- The one fallback: the open device's limits, else sm_90's (a compile-only path has no GPU).
+function M.limits_of(dev)
+  return dev and dev:limits() or M.sm_90
+end
 
 local FIELDS = { grid = true, block = true, cluster = true, smem = true, stream = true,
                  non_portable = true, cluster_policy = true, cooperative = true }
@@ -64,7 +71,7 @@ function M.check(cfg, limits, attrs, kname)
   if type(cfg) ~= "table" then
     fail(("config must be a table {grid = ..., block = ...} (got %s)"):format(type(cfg)))
   end
-  if limits == nil then limits = M.sm_90 end
+  if limits == nil then limits = M.limits_of(nil) end
   if type(limits) ~= "table" or type(limits.max_grid) ~= "table" or type(limits.max_block) ~= "table" then
     fail("limits must be a device's :limits() or cuasync.limits.sm_90")
   end

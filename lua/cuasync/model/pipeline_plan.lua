@@ -12,6 +12,7 @@
 --     receives every slice once, so its count is the whole tile, never multiplied by the cluster.
 local util = require("cuasync.util")
 local ring = require("cuasync.model.ring")
+local rules = require("cuasync.model.launch_rules")
 
 local M = {}
 M.MAX_STAGES = 64        -- pipeline.cuh's bound
@@ -67,7 +68,10 @@ function M.cluster(cluster)
   local c = { 1, 1, 1 }
   for i = 1, #cluster do c[i] = util.int_in("pipeline", ("cluster[%d]"):format(i), cluster[i], 1, 16) end
   local size = c[1] * c[2] * c[3]
-  if size > 16 then fail(("cluster {%d, %d, %d} has %d blocks; a cluster has at most 16 (8 portable)"):format(c[1], c[2], c[3], size)) end
+  if size > rules.MAX_CLUSTER then
+    fail(("cluster {%d, %d, %d} has %d blocks; a cluster has at most %d (%d portable)"):format(c[1], c[2], c[3], size,
+         rules.MAX_CLUSTER, rules.PORTABLE_CLUSTER))
+  end
   return c, size
 end
 
