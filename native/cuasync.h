@@ -21,7 +21,8 @@ enum {
     CUASYNC_E_INVALID = 6,    /* a bad argument reached the native layer */
     CUASYNC_E_NOMEM = 7,      /* host allocation failed */
     CUASYNC_E_IO = 8,         /* a file operation failed */
-    CUASYNC_E_MISSING = 9     /* the driver lacks an entry point cuasync needs */
+    CUASYNC_E_MISSING = 9,    /* the driver lacks an entry point cuasync needs */
+    CUASYNC_E_NOBLAS = 10     /* cuBLAS (the GEMM yardstick) missing or unusable */
 };
 
 const char *cuasync_version(void);

@@ -25,21 +25,21 @@ int cuasync_blas_gemm_bf16_tn(unsigned long long a, unsigned long long b, unsign
         create_fn create;
         /* dlsym's object pointer becomes a function pointer by copy (ISO C has no cast for it) */
         void *p = cuasync_blas_symbol("cublasCreate_v2", err, errlen);
-        if (!p) return CUASYNC_E_INVALID;
+        if (!p) return CUASYNC_E_NOBLAS;
         memcpy(&create, &p, sizeof create);
         p = cuasync_blas_symbol("cublasGemmEx", err, errlen);
-        if (!p) return CUASYNC_E_INVALID;
+        if (!p) return CUASYNC_E_NOBLAS;
         memcpy(&gemmex, &p, sizeof gemmex);
         rc = create(&handle);
         if (rc != 0) {
             handle = NULL;
-            return cuasync_fail(err, errlen, CUASYNC_E_INVALID, "cuasync.blas: cublasCreate failed (status %d)", rc);
+            return cuasync_fail(err, errlen, CUASYNC_E_NOBLAS, "cublasCreate failed (status %d)", rc);
         }
     }
     rc = gemmex(handle, OP_T, OP_N, n, m, k, &alpha, (const void *)(size_t)b, R_16BF, k, (const void *)(size_t)a,
                 R_16BF, k, &beta, (void *)(size_t)c, R_32F, n, COMPUTE_32F, GEMM_DEFAULT);
     if (rc != 0)
-        return cuasync_fail(err, errlen, CUASYNC_E_INVALID, "cuasync.blas: cublasGemmEx(%d x %d x %d, bf16 -> f32) failed (status %d)",
+        return cuasync_fail(err, errlen, CUASYNC_E_NOBLAS, "cublasGemmEx(%d x %d x %d, bf16 -> f32) failed (status %d)",
                             m, n, k, rc);
     return CUASYNC_OK;
 }

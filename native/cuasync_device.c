@@ -66,7 +66,7 @@ int cuasync_device_open(int ordinal, cuasync_device_props *p, char *err, size_t 
     if (rc) return rc;
     if (ordinal < 0 || ordinal >= count || ordinal >= MAX_DEVICES)
         return cuasync_fail(err, errlen, CUASYNC_E_INVALID,
-                            "cuasync.device: ordinal %d out of range (this machine has %d device%s)",
+                            "ordinal %d out of range (this machine has %d device%s)",
                             ordinal, count, count == 1 ? "" : "s");
     CUASYNC_CU(cuDeviceGet, (&dev, ordinal), err, errlen, "opening device %d", ordinal);
     if (!contexts[ordinal])
@@ -92,7 +92,7 @@ int cuasync_device_open(int ordinal, cuasync_device_props *p, char *err, size_t 
 int cuasync_device_activate(int ordinal, char *err, size_t errlen)
 {
     if (ordinal < 0 || ordinal >= MAX_DEVICES || !contexts[ordinal])
-        return cuasync_fail(err, errlen, CUASYNC_E_INVALID, "cuasync.device: device %d is not open",
+        return cuasync_fail(err, errlen, CUASYNC_E_INVALID, "device %d is not open",
                             ordinal);
     CUASYNC_CU(cuCtxSetCurrent, (contexts[ordinal]), err, errlen,
                "making device %d's context current", ordinal);
@@ -113,7 +113,7 @@ int cuasync_device_reset(int ordinal, char *err, size_t errlen)
     int rc = cuasync_driver_init(err, errlen);
     if (rc) return rc;
     if (ordinal < 0 || ordinal >= MAX_DEVICES || !contexts[ordinal])
-        return cuasync_fail(err, errlen, CUASYNC_E_INVALID, "cuasync.reset: device %d is not open", ordinal);
+        return cuasync_fail(err, errlen, CUASYNC_E_INVALID, "device %d is not open", ordinal);
     CUASYNC_CU(cuDeviceGet, (&dev, ordinal), err, errlen, "opening device %d", ordinal);
     /* not current, and not retained by us: the reset then really ends the old context */
     CUASYNC_CU(cuCtxSetCurrent, (NULL), err, errlen, "releasing device %d's context from this thread", ordinal);

@@ -8,18 +8,17 @@
 #include "cuasync_event.h"
 #include "cuasync_loader.h"
 
-#define READY() do { int rc_ = cuasync_driver_init(err, errlen); if (rc_) return rc_; } while (0)
 
 int cuasync_event_create(CUevent *event, char *err, size_t errlen)
 {
-    READY();
+    CUASYNC_READY(err, errlen);
     CUASYNC_CU(cuEventCreate, (event, 0u), err, errlen, "creating an event");
     return CUASYNC_OK;
 }
 
 int cuasync_event_destroy(CUevent event, char *err, size_t errlen)
 {
-    READY();
+    CUASYNC_READY(err, errlen);
     CUASYNC_CU(cuEventDestroy, (event), err, errlen, "destroying an event");
     return CUASYNC_OK;
 }
@@ -32,7 +31,7 @@ int cuasync_event_record(CUevent event, CUstream stream, char *err, size_t errle
 
 int cuasync_event_synchronize(CUevent event, char *err, size_t errlen)
 {
-    READY();
+    CUASYNC_READY(err, errlen);
     CUASYNC_CU(cuEventSynchronize, (event), err, errlen, "waiting for an event");
     return CUASYNC_OK;
 }
@@ -40,7 +39,7 @@ int cuasync_event_synchronize(CUevent event, char *err, size_t errlen)
 int cuasync_event_query(CUevent event, int *done, char *err, size_t errlen)
 {
     CUresult r;
-    READY();
+    CUASYNC_READY(err, errlen);
     r = cuasync_cu.cuEventQuery(event);
     *done = r == 0;
     if (r != 0 && r != CUASYNC_CUDA_ERROR_NOT_READY)
@@ -50,7 +49,7 @@ int cuasync_event_query(CUevent event, int *done, char *err, size_t errlen)
 
 int cuasync_event_elapsed(float *ms, CUevent start, CUevent end, char *err, size_t errlen)
 {
-    READY();
+    CUASYNC_READY(err, errlen);
     CUASYNC_CU(cuEventElapsedTime, (ms, start, end), err, errlen, "reading the time between two events");
     return CUASYNC_OK;
 }

@@ -157,26 +157,50 @@ static int file_exists(const char *path)
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
+/* -- Toolkit ---------------------------------------------------------------------------------- */
+
+int cuasync_toolkit_roots(char roots[][1024], int max)
+{
+    const char *home = getenv("CUDA_HOME");
+    const char *nv = getenv("CUASYNC_NVRTC");
+    int n = 0;
+    if (home && *home && n < max) snprintf(roots[n++], 1024, "%.1000s", home);
+    if (nv && *nv && strchr(nv, '/') && n < max) {
+        /* <root>/lib64/libnvrtc.so -> <root> */
+        char *cut;
+        snprintf(roots[n], 1024, "%.1000s", nv);
+        if ((cut = strrchr(roots[n], '/'))) *cut = 0;
+        if ((cut = strrchr(roots[n], '/'))) { *cut = 0; if (*roots[n]) n++; }
+    }
+    if (n < max) snprintf(roots[n++], 1024, "/usr/local/cuda");
+    return n;
+}
+
+static int dir_has(const char *dir, const char *file)
+{
+    char path[2100];
+    struct stat st;
+    snprintf(path, sizeof path, "%.1000s/%.1000s", dir, file);
+    return stat(path, &st) == 0;
+}
+
 /* The candidate paths in search order: the override alone when set (no silent fallback), else
  * the toolkit directories, else the bare SONAMEs for the dynamic linker's own search. */
 static int nvrtc_candidates(char paths[][1024], int max, int *override)
 {
     const char *env = getenv("CUASYNC_NVRTC");
-    const char *home = getenv("CUDA_HOME");
-    const char *dirs[2];
-    int n = 0, d;
+    char roots[4][1024];
+    int n = 0, d, nroots;
     size_t f;
     *override = env && *env;
     if (*override) {
         snprintf(paths[n++], 1024, "%.1000s", env);
         return n;
     }
-    dirs[0] = home && *home ? home : NULL;
-    dirs[1] = "/usr/local/cuda";
-    for (d = 0; d < 2; d++) {
-        if (!dirs[d]) continue;
+    nroots = cuasync_toolkit_roots(roots, 4);
+    for (d = 0; d < nroots; d++) {
         for (f = 0; f < N_NVRTC_FILES && n < max; f++)
-            snprintf(paths[n++], 1024, "%.990s/lib64/%s", dirs[d], nvrtc_files[f]);
+            snprintf(paths[n++], 1024, "%.990s/lib64/%s", roots[d], nvrtc_files[f]);
     }
     for (f = 1; f < N_NVRTC_FILES && n < max; f++)
         snprintf(paths[n++], 1024, "%s", nvrtc_files[f]);
@@ -287,18 +311,40 @@ int cuasync_nvrtc_identity(char *out, size_t outlen, char *err, size_t errlen)
     return CUASYNC_OK;
 }
 
-/* cuBLAS, the GEMM yardstick (cuasync_blas.c): opened on first use from $CUDA_HOME/lib64, the
- * toolkit's default place or the library path; NULL and a message when it is not there. */
+/* The include directory: the first toolkit root with include/cooperative_groups.h, else the
+ * include/ beside the NVRTC found (<root>/targets/<arch>/lib/libnvrtc.so -> .../include). */
+int cuasync_toolkit_include(char *out, size_t outlen, char *err, size_t errlen)
+{
+    char roots[4][1024], id[4200], dir[1100];
+    int n = cuasync_toolkit_roots(roots, 4), i;
+    char *cut;
+    out[0] = 0;
+    for (i = 0; i < n; i++) {
+        snprintf(dir, sizeof dir, "%.1000s/include", roots[i]);
+        if (dir_has(dir, "cooperative_groups.h")) { snprintf(out, outlen, "%s", dir); return CUASYNC_OK; }
+    }
+    if (cuasync_nvrtc_identity(id, sizeof id, err, errlen) == CUASYNC_OK) {
+        if ((cut = strchr(id, ' '))) *cut = 0;   /* "path size mtime" */
+        if ((cut = strrchr(id, '/'))) *cut = 0;
+        if ((cut = strrchr(id, '/'))) {
+            *cut = 0;
+            snprintf(dir, sizeof dir, "%.1000s/include", id);
+            if (dir_has(dir, "cooperative_groups.h")) snprintf(out, outlen, "%s", dir);
+        }
+    }
+    return CUASYNC_OK;
+}
+
+/* cuBLAS, the GEMM yardstick (cuasync_blas.c): opened on first use from the toolkit roots' lib64,
+ * then the library path; NULL and a CUASYNC_E_NOBLAS message when it is not there. */
 void *cuasync_blas_symbol(const char *name, char *err, size_t errlen)
 {
     static void *blas;
     void *sym;
     if (!blas) {
-        const char *home = getenv("CUDA_HOME");
-        char paths[4][1024];
-        int i, n = 0;
-        if (home && *home) snprintf(paths[n++], sizeof paths[0], "%.900s/lib64/libcublas.so.13", home);
-        snprintf(paths[n++], sizeof paths[0], "/usr/local/cuda/lib64/libcublas.so.13");
+        char roots[4][1024], paths[6][1100];
+        int i, n = 0, nroots = cuasync_toolkit_roots(roots, 4);
+        for (i = 0; i < nroots; i++) snprintf(paths[n++], sizeof paths[0], "%.1000s/lib64/libcublas.so.13", roots[i]);
         snprintf(paths[n++], sizeof paths[0], "libcublas.so.13");
         snprintf(paths[n++], sizeof paths[0], "libcublas.so");
         for (i = 0; i < n && !blas; i++) {
@@ -306,12 +352,12 @@ void *cuasync_blas_symbol(const char *name, char *err, size_t errlen)
             TRACE("dlopen(\"%s\"): %s", paths[i], blas ? "ok" : dlerror());
         }
         if (!blas) {
-            cuasync_fail(err, errlen, CUASYNC_E_INVALID,
-                         "cuasync.blas: cuBLAS not found (libcublas.so.13 in $CUDA_HOME/lib64, /usr/local/cuda/lib64 or the library path)");
+            cuasync_fail(err, errlen, CUASYNC_E_NOBLAS,
+                         "cuBLAS not found (libcublas.so.13 in $CUDA_HOME/lib64, /usr/local/cuda/lib64 or the library path)");
             return NULL;
         }
     }
     sym = dlsym(blas, name);
-    if (!sym) cuasync_fail(err, errlen, CUASYNC_E_INVALID, "cuasync.blas: cuBLAS lacks %s", name);
+    if (!sym) cuasync_fail(err, errlen, CUASYNC_E_NOBLAS, "cuBLAS lacks %s (cuBLAS too old)", name);
     return sym;
 }

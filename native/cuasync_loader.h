@@ -7,6 +7,17 @@
 /* dlopen libcuda.so.1 (or $CUASYNC_CUDA_LIB), resolve the table through cuGetProcAddress, cuInit.
  * Idempotent: a failure is remembered and reported the same way on every later call. */
 int cuasync_driver_init(char *err, size_t errlen);
+#ifdef CUASYNC_INTERNAL
+/* The first line of every entry point that calls the driver: init it, or return its failure. */
+#define CUASYNC_READY(err, errlen) do { int cuasync_rc_ = cuasync_driver_init(err, errlen); if (cuasync_rc_) return cuasync_rc_; } while (0)
+/* The toolkit roots in search order ($CUDA_HOME, the root of $CUASYNC_NVRTC, /usr/local/cuda):
+ * the one search NVRTC, cuBLAS and the include path share. Returns how many were written. */
+int cuasync_toolkit_roots(char roots[][1024], int max);
+#endif
+/* The toolkit's include directory (the first root whose include/ has cooperative_groups.h, or
+ * the one beside the NVRTC that was loaded), or "" when none is found. */
+int cuasync_toolkit_include(char *out, size_t outlen, char *err, size_t errlen);
+
 /* The driver's version (e.g. 13000), after a successful init. */
 int cuasync_driver_version(int *version, char *err, size_t errlen);
 /* A resolved driver entry point by name (for raw-FFI comparisons in benchmarks), or NULL. */

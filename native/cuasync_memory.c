@@ -5,25 +5,24 @@
 #include "cuasync_loader.h"
 #include "cuasync_memory.h"
 
-#define READY() do { int rc_ = cuasync_driver_init(err, errlen); if (rc_) return rc_; } while (0)
 
 int cuasync_mem_alloc(CUdeviceptr *ptr, size_t bytes, char *err, size_t errlen)
 {
-    READY();
+    CUASYNC_READY(err, errlen);
     CUASYNC_CU(cuMemAlloc, (ptr, bytes), err, errlen, "allocating %zu bytes of device memory", bytes);
     return CUASYNC_OK;
 }
 
 int cuasync_mem_free(CUdeviceptr ptr, char *err, size_t errlen)
 {
-    READY();
+    CUASYNC_READY(err, errlen);
     CUASYNC_CU(cuMemFree, (ptr), err, errlen, "freeing device memory at 0x%llx", ptr);
     return CUASYNC_OK;
 }
 
 int cuasync_mem_alloc_host(void **ptr, size_t bytes, char *err, size_t errlen)
 {
-    READY();
+    CUASYNC_READY(err, errlen);
     CUASYNC_CU(cuMemAllocHost, (ptr, bytes), err, errlen, "allocating %zu bytes of pinned host memory",
                bytes);
     return CUASYNC_OK;
@@ -32,7 +31,7 @@ int cuasync_mem_alloc_host(void **ptr, size_t bytes, char *err, size_t errlen)
 int cuasync_mem_alloc_mapped(void **host, CUdeviceptr *dev, size_t bytes, char *err, size_t errlen)
 {
     int rc;
-    READY();
+    CUASYNC_READY(err, errlen);
     /* CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP */
     CUASYNC_CU(cuMemHostAlloc, (host, bytes, 0x01u | 0x02u), err, errlen,
                "allocating %zu bytes of device-mapped pinned host memory", bytes);
@@ -48,14 +47,14 @@ int cuasync_mem_alloc_mapped(void **host, CUdeviceptr *dev, size_t bytes, char *
 
 int cuasync_mem_free_host(void *ptr, char *err, size_t errlen)
 {
-    READY();
+    CUASYNC_READY(err, errlen);
     CUASYNC_CU(cuMemFreeHost, (ptr), err, errlen, "freeing pinned host memory at %p", ptr);
     return CUASYNC_OK;
 }
 
 int cuasync_mem_htod(CUdeviceptr dst, const void *src, size_t bytes, char *err, size_t errlen)
 {
-    READY();
+    CUASYNC_READY(err, errlen);
     CUASYNC_CU(cuMemcpyHtoD, (dst, src, bytes), err, errlen,
                "copying %zu bytes from host %p to device 0x%llx", bytes, src, dst);
     return CUASYNC_OK;
@@ -63,7 +62,7 @@ int cuasync_mem_htod(CUdeviceptr dst, const void *src, size_t bytes, char *err, 
 
 int cuasync_mem_dtoh(void *dst, CUdeviceptr src, size_t bytes, char *err, size_t errlen)
 {
-    READY();
+    CUASYNC_READY(err, errlen);
     CUASYNC_CU(cuMemcpyDtoH, (dst, src, bytes), err, errlen,
                "copying %zu bytes from device 0x%llx to host %p", bytes, src, dst);
     return CUASYNC_OK;
@@ -72,7 +71,7 @@ int cuasync_mem_dtoh(void *dst, CUdeviceptr src, size_t bytes, char *err, size_t
 int cuasync_mem_dtod(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream,
                      char *err, size_t errlen)
 {
-    READY();
+    CUASYNC_READY(err, errlen);
     CUASYNC_CU(cuMemcpyDtoDAsync, (dst, src, bytes, stream), err, errlen,
                "copying %zu bytes from device 0x%llx to device 0x%llx", bytes, src, dst);
     return CUASYNC_OK;
@@ -80,7 +79,7 @@ int cuasync_mem_dtod(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream st
 
 int cuasync_mem_set8(CUdeviceptr dst, unsigned char value, size_t bytes, char *err, size_t errlen)
 {
-    READY();
+    CUASYNC_READY(err, errlen);
     CUASYNC_CU(cuMemsetD8, (dst, value, bytes), err, errlen,
                "filling %zu bytes at device 0x%llx with 0x%02x", bytes, dst, value);
     return CUASYNC_OK;

@@ -7,18 +7,17 @@
 #include "cuasync_loader.h"
 #include "cuasync_module.h"
 
-#define READY() do { int rc_ = cuasync_driver_init(err, errlen); if (rc_) return rc_; } while (0)
 
 int cuasync_module_load(CUmodule *mod, const void *image, const char *what, char *err, size_t errlen)
 {
-    READY();
+    CUASYNC_READY(err, errlen);
     CUASYNC_CU(cuModuleLoadData, (mod, image), err, errlen, "loading program %s", what);
     return CUASYNC_OK;
 }
 
 int cuasync_module_unload(CUmodule mod, char *err, size_t errlen)
 {
-    READY();
+    CUASYNC_READY(err, errlen);
     CUASYNC_CU(cuModuleUnload, (mod), err, errlen, "unloading a module");
     return CUASYNC_OK;
 }
@@ -26,7 +25,7 @@ int cuasync_module_unload(CUmodule mod, char *err, size_t errlen)
 int cuasync_module_function(CUfunction *fn, CUmodule mod, const char *name, const char *what,
                             char *err, size_t errlen)
 {
-    READY();
+    CUASYNC_READY(err, errlen);
     CUASYNC_CU(cuModuleGetFunction, (fn, mod, name), err, errlen, "looking up kernel '%s' in program %s",
                name, what);
     return CUASYNC_OK;
@@ -35,7 +34,7 @@ int cuasync_module_function(CUfunction *fn, CUmodule mod, const char *name, cons
 int cuasync_module_global(CUdeviceptr *ptr, size_t *bytes, CUmodule mod, const char *name, const char *what,
                           char *err, size_t errlen)
 {
-    READY();
+    CUASYNC_READY(err, errlen);
     CUASYNC_CU(cuModuleGetGlobal, (ptr, bytes, mod, name), err, errlen, "looking up variable '%s' in program %s",
                name, what);
     return CUASYNC_OK;
@@ -60,7 +59,7 @@ int cuasync_func_attributes(CUfunction fn, cuasync_func_attrs *out, const char *
         { CUASYNC_CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, offsetof(cuasync_func_attrs, non_portable_cluster_allowed) },
     };
     size_t i;
-    READY();
+    CUASYNC_READY(err, errlen);
     memset(out, 0, sizeof *out);
     for (i = 0; i < sizeof attrs / sizeof attrs[0]; i++)
         CUASYNC_CU(cuFuncGetAttribute, ((int *)((char *)out + attrs[i].offset), attrs[i].attrib, fn),
@@ -71,7 +70,7 @@ int cuasync_func_attributes(CUfunction fn, cuasync_func_attrs *out, const char *
 int cuasync_func_set_attribute(CUfunction fn, int attrib, int value, const char *what,
                                char *err, size_t errlen)
 {
-    READY();
+    CUASYNC_READY(err, errlen);
     CUASYNC_CU(cuFuncSetAttribute, (fn, attrib, value), err, errlen, "%s", what);
     return CUASYNC_OK;
 }
@@ -80,7 +79,7 @@ int cuasync_func_params(CUfunction fn, int max, unsigned long long *offsets, uns
                         int *count, const char *name, char *err, size_t errlen)
 {
     int i;
-    READY();
+    CUASYNC_READY(err, errlen);
     *count = -1;
     if (!cuasync_cu.cuFuncGetParamInfo) return CUASYNC_OK;
     for (i = 0;; i++) {
@@ -99,7 +98,7 @@ int cuasync_func_params(CUfunction fn, int max, unsigned long long *offsets, uns
 int cuasync_func_occupancy(CUfunction fn, int block_threads, size_t dynamic_smem, int *blocks,
                            const char *name, char *err, size_t errlen)
 {
-    READY();
+    CUASYNC_READY(err, errlen);
     CUASYNC_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor, (blocks, fn, block_threads, dynamic_smem),
                err, errlen, "computing the occupancy of kernel '%s' (%d threads, %zu bytes of dynamic "
                "shared memory)", name, block_threads, dynamic_smem);

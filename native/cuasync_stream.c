@@ -5,25 +5,24 @@
 #include "cuasync_loader.h"
 #include "cuasync_stream.h"
 
-#define READY() do { int rc_ = cuasync_driver_init(err, errlen); if (rc_) return rc_; } while (0)
 
 int cuasync_stream_create(CUstream *stream, int non_blocking, char *err, size_t errlen)
 {
-    READY();
+    CUASYNC_READY(err, errlen);
     CUASYNC_CU(cuStreamCreate, (stream, non_blocking ? 1u : 0u), err, errlen, "creating a stream");
     return CUASYNC_OK;
 }
 
 int cuasync_stream_destroy(CUstream stream, char *err, size_t errlen)
 {
-    READY();
+    CUASYNC_READY(err, errlen);
     CUASYNC_CU(cuStreamDestroy, (stream), err, errlen, "destroying a stream");
     return CUASYNC_OK;
 }
 
 int cuasync_stream_synchronize(CUstream stream, const char *what, char *err, size_t errlen)
 {
-    READY();
+    CUASYNC_READY(err, errlen);
     CUASYNC_CU(cuStreamSynchronize, (stream), err, errlen, "%s",
                what && *what ? what : "waiting for a stream");
     return CUASYNC_OK;
@@ -32,7 +31,7 @@ int cuasync_stream_synchronize(CUstream stream, const char *what, char *err, siz
 int cuasync_stream_query(CUstream stream, int *done, char *err, size_t errlen)
 {
     CUresult r;
-    READY();
+    CUASYNC_READY(err, errlen);
     r = cuasync_cu.cuStreamQuery(stream);
     *done = r == 0;
     if (r != 0 && r != CUASYNC_CUDA_ERROR_NOT_READY)

@@ -9,7 +9,6 @@
 #include "cuasync_loader.h"
 #include "cuasync_tensormap.h"
 
-#define READY() do { int rc_ = cuasync_driver_init(err, errlen); if (rc_) return rc_; } while (0)
 
 /* "{a, b, c}" of n (at most 5) values into buf. The Lua side has bounded every value (dims
  * <= 2^32, strides < 2^40, corners 16-bit), so a signed 64-bit print shows each exactly. */
@@ -41,7 +40,7 @@ int cuasync_tensormap_encode_tiled(CUtensorMap *map, int dtype, unsigned rank, C
                                    char *err, size_t errlen)
 {
     char d[128], s[128], b[96], e[64];
-    READY();
+    CUASYNC_READY(err, errlen);
     if (rank < 1 || rank > 5)
         return cuasync_fail(err, errlen, CUASYNC_E_INVALID, "cuasync_tensormap_encode_tiled: rank %u is not 1..5", rank);
     list_u64(d, sizeof d, dims, rank);
@@ -65,7 +64,7 @@ int cuasync_tensormap_encode_im2col(CUtensorMap *map, int dtype, unsigned rank, 
                                     char *err, size_t errlen)
 {
     char d[128], s[128], lo[64], up[64], e[64];
-    READY();
+    CUASYNC_READY(err, errlen);
     if (rank < 3 || rank > 5)
         return cuasync_fail(err, errlen, CUASYNC_E_INVALID, "cuasync_tensormap_encode_im2col: rank %u is not 3..5", rank);
     list_u64(d, sizeof d, dims, rank);
@@ -86,7 +85,7 @@ int cuasync_tensormap_encode_im2col(CUtensorMap *map, int dtype, unsigned rank, 
 
 int cuasync_tensormap_replace_address(CUtensorMap *map, CUdeviceptr address, char *err, size_t errlen)
 {
-    READY();
+    CUASYNC_READY(err, errlen);
     CUASYNC_CU(cuTensorMapReplaceAddress, (map, (void *)(size_t)address), err, errlen,
                "moving a tensor map to address 0x%llx", address);
     return CUASYNC_OK;

@@ -170,6 +170,21 @@ describe("layout", function()
     assert.equal("true\ttrue\ntrue\ttrue\n", out)
   end)
 
+  it("native/ writes no cuasync.<module>: prefix (the Lua side owns prefixes)", function()
+    for _, f in ipairs(files("ls native/*.c")) do
+      local code = read(f):gsub("/%*.-%*/", "")
+      assert.is_nil(code:match('"cuasync%.[%w_.]+: '), f .. " writes a cuasync.<module>: prefix")
+    end
+  end)
+
+  it("one READY: the driver-init guard is defined once, in cuasync_loader.h", function()
+    for _, f in ipairs(files("ls native/*.c native/*.h")) do
+      if f ~= "native/cuasync_loader.h" then
+        assert.is_nil(read(f):find("#define%s+[%w_]*READY"), f .. " defines its own READY")
+      end
+    end
+  end)
+
   it("no dlsym outside the loader", function()
     for _, f in ipairs(files("ls native/*.c native/*.h")) do
       if f ~= "native/cuasync_loader.c" then

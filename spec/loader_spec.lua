@@ -12,6 +12,33 @@ describe("cuasync loader", function()
     assert.equal("false|no CUDA driver: /nonexistent/libcuda.so.1 not found (CUASYNC_CUDA_LIB)\n", out)
   end)
 
+  it("finds the toolkit through one native search: NVRTC, cuBLAS and the include path", function()
+    local ok, out = H.luajit([[
+      local toolkit = require("cuasync.toolkit")
+      print(table.concat(toolkit.cuda_includes(), ","))
+      print(toolkit.nvrtc_identity():match("^%S+") ~= nil)
+    ]], { CUDA_HOME = "/nonexistent-toolkit" })
+    assert.is_true(ok, out)
+    -- a CUDA_HOME without the headers is passed over, and the next root in the one order is used
+    local dirs = out:match("^([^\n]*)\n")
+    assert.truthy(dirs:find("/include", 1, true), out)
+    assert.is_nil(dirs:find("nonexistent", 1, true), out)
+    assert.truthy(out:find("\ntrue\n", 1, true), out)
+  end)
+
+  it("reports cuBLAS failures with their own status and no C-written prefix", function()
+    local native = require("cuasync.native")
+    require("cuasync.cdef.blas")
+    local rc = native.C.cuasync_blas_gemm_bf16_tn(0, 0, 0, 1, 1, 1, native.errbuf, native.ERRLEN)
+    if rc ~= 0 then
+      assert.equal(native.C.CUASYNC_E_NOBLAS, rc)
+      assert.is_nil(native.message():find("^cuasync"), native.message())
+      local ok, err = pcall(native.check_as, "gemm.cublas", rc)
+      assert.is_false(ok)
+      assert.truthy(err:find("cuasync.gemm.cublas: ", 1, true), err)
+    end
+  end)
+
   if not H.gpu then
     it("says libcuda.so.1 was not found on a machine without a driver", function()
       local ok, why = require("cuasync").available()

@@ -69,12 +69,12 @@ function M.open(ordinal)
   end
   local dev = opened[ordinal]
   if dev then
-    native.check(C.cuasync_device_activate(ordinal, errbuf, ERRLEN))
+    native.check_as("device", C.cuasync_device_activate(ordinal, errbuf, ERRLEN))
     current = dev
     return dev
   end
   local p = ffi.new("cuasync_device_props")
-  native.check(C.cuasync_device_open(ordinal, p, errbuf, ERRLEN))
+  native.check_as("device", C.cuasync_device_open(ordinal, p, errbuf, ERRLEN))
   local cc = p.cc_major * 10 + p.cc_minor
   dev = setmetatable({
     ordinal = ordinal, name = ffi.string(p.name), cc = cc, arch = M.arch_for(cc),

@@ -97,4 +97,12 @@ function M.check(rc)
   error(ffi.string(errbuf), 0)
 end
 
+-- The same, for a call whose refusals (a bad argument, cuBLAS missing) are the caller's to name:
+-- they raise as "cuasync.<where>: <message>" at the user's line (C writes no prefix; the Lua side
+-- owns them). Driver failures and a missing driver raise as check does.
+function M.check_as(where, rc)
+  if rc == C.CUASYNC_E_INVALID or rc == C.CUASYNC_E_NOBLAS then util.fail(where, ffi.string(errbuf)) end
+  return M.check(rc)
+end
+
 return M

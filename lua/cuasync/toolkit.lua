@@ -1,8 +1,8 @@
 -- Where the files a compile needs are: kernels-src (the project's kernels and device headers) and
 -- the CUDA toolkit's include directories. One search order each, read once per process:
 --   kernels-src   $CUASYNC_KERNELS, beside the installed modules, the source tree's
---   CUDA includes $CUDA_HOME/include, the include/ beside the NVRTC native/ loaded (the same
---                 CUDA_HOME / CUASYNC_NVRTC order the loader used), /usr/local/cuda/include
+--   CUDA includes native: the toolkit roots ($CUDA_HOME, $CUASYNC_NVRTC's, /usr/local/cuda), then
+--                 the include/ beside the NVRTC loaded (native/cuasync_loader.c, cuasync_toolkit_include)
 local ffi = require("ffi")
 local native = require("cuasync.native")
 local util = require("cuasync.util")
@@ -67,22 +67,18 @@ function M.nvrtc_identity()
   return identity
 end
 
+-- The toolkit's include directories (and its cccl/ where the CCCL headers live there): the one
+-- toolkit search is native (cuasync_toolkit_roots), shared with the NVRTC and cuBLAS loaders.
 local include_dirs
 function M.cuda_includes()
   if include_dirs then return include_dirs end
+  local buf = ffi.new("char[4096]")
+  native.check(C.cuasync_toolkit_include(buf, 4096, errbuf, ERRLEN))
+  local d = ffi.string(buf)
   include_dirs = {}
-  local candidates = {}
-  local home = os.getenv("CUDA_HOME")
-  if home and home ~= "" then candidates[#candidates + 1] = home .. "/include" end
-  local lib = M.nvrtc_identity():match("^(%S+)")
-  if lib then candidates[#candidates + 1] = lib:gsub("/[^/]+/[^/]+$", "") .. "/include" end
-  candidates[#candidates + 1] = "/usr/local/cuda/include"
-  for _, d in ipairs(candidates) do
-    if M.file_exists(d .. "/cooperative_groups.h") then
-      if M.file_exists(d .. "/cccl/cuda/barrier") then include_dirs[#include_dirs + 1] = d .. "/cccl" end
-      include_dirs[#include_dirs + 1] = d
-      break
-    end
+  if d ~= "" then
+    if M.file_exists(d .. "/cccl/cuda/barrier") then include_dirs[#include_dirs + 1] = d .. "/cccl" end
+    include_dirs[#include_dirs + 1] = d
   end
   return include_dirs
 end

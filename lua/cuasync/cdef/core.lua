@@ -13,7 +13,8 @@ enum {
     CUASYNC_E_INVALID = 6,
     CUASYNC_E_NOMEM = 7,
     CUASYNC_E_IO = 8,
-    CUASYNC_E_MISSING = 9
+    CUASYNC_E_MISSING = 9,
+    CUASYNC_E_NOBLAS = 10
 };
 const char *cuasync_version(void);
 int cuasync_abi(void);

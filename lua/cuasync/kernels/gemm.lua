@@ -155,7 +155,7 @@ end
 -- cuBLAS on the same inputs (the yardstick): C = A * B^T, bf16 in, f32 accumulate and out.
 function M.cublas(a, b, c, m, n, k)
   local where = "gemm.cublas"
-  native.check(native.C.cuasync_blas_gemm_bf16_tn(buffer.memory(where, "a", a), buffer.memory(where, "b", b),
+  native.check_as(where, native.C.cuasync_blas_gemm_bf16_tn(buffer.memory(where, "a", a), buffer.memory(where, "b", b),
     buffer.memory(where, "c", c), m, n, k, native.errbuf, native.ERRLEN))
 end
 
