@@ -13,10 +13,11 @@ local o = dofile(dir .. "/_args.lua")({ width = 16384, height = 16384, box_bytes
   rounds = 5 }, "tile_copy.lua [--width N] [--height N] [--box_bytes 4096,8192] [--inflight N] [--reps N] [--rounds N]")
 local W, Hh = o.width, o.height
 local bytes = W * Hh * 4
-local WIDTH = { none = 1024, ["32B"] = 32, ["64B"] = 64, ["128B"] = 128 }   -- box row bytes per mode
+-- box row bytes per mode: the swizzle span, 1024 without one
+local function width(mode) return cuasync.swizzle.SPAN[mode] > 0 and cuasync.swizzle.SPAN[mode] or 1024 end
 local function list(s) local t = {} for x in tostring(s):gmatch("%d+") do t[#t + 1] = tonumber(x) end return t end
 local function shape(p)   -- box {bx, by}, stages, and the ring (1024-aligned stages: the 128B swizzle's repeat)
-  local bx, by = WIDTH[p.swizzle] / 4, p.box_bytes / WIDTH[p.swizzle]
+  local bx, by = width(p.swizzle) / 4, p.box_bytes / width(p.swizzle)
   local stages = math.floor(o.inflight / p.box_bytes)
   return bx, by, stages, cuasync.model.ring.plan{ stages = math.max(1, stages), stage_bytes = p.box_bytes, align = 1024 }
 end

@@ -102,6 +102,16 @@ describe("layout", function()
     end
   end)
 
+  it("swizzle modes are tabled once, in model/swizzle.lua", function()
+    for _, f in ipairs(files("find lua examples bin -name '*.lua'")) do
+      if f ~= "lua/cuasync/model/swizzle.lua" then
+        assert.is_nil(read(f):find('%["128B"%]%s*=%s*%d'), f .. " tables the swizzle modes again")
+      end
+    end
+    local sw = require("cuasync.model.swizzle")
+    assert.same({ math.huge, 128, 128, 1024 }, { sw.limit("none"), sw.limit("128B"), sw.repeat_bytes("none"), sw.repeat_bytes("128B") })
+  end)
+
   it("tools/ and kernels/ require core modules, never the cuasync facade", function()
     for _, f in ipairs(files("ls lua/cuasync/tools/*.lua lua/cuasync/kernels/*.lua")) do
       for _, m in ipairs(requires(read(f))) do

@@ -15,6 +15,7 @@ local program = require("cuasync.program")
 local tensormap = require("cuasync.tensormap")
 local R = require("cuasync.model.tensormap_rules")
 local rules = require("cuasync.model.launch_rules")
+local swizzle = require("cuasync.model.swizzle")
 local plans = require("cuasync.model.pipeline_plan")
 local protocol = require("cuasync.model.pipeline_protocol")
 
@@ -25,8 +26,6 @@ Pipeline.__index = Pipeline
 local FIELDS = { name = true, stages = true, loads = true, stage_bytes = true, producer = true, consumer = true,
                  cluster = true, multicast = true, scratch = true }
 local LOAD_FIELDS = { map = true, name = true, boxes = true }
--- A stage buffer starts on the swizzle pattern's repeat (8 spans; 128 bytes without swizzle).
-M.ALIGN = { none = 128, ["32B"] = 256, ["64B"] = 512, ["128B"] = 1024 }
 
 local function fail(msg) util.fail("pipeline", msg) end
 
@@ -36,7 +35,7 @@ local function list_text(t) return "{" .. table.concat(t, ", ") .. "}" end
 local function describe_map(name, tm, boxes)
   local d = { name = name, map = tm, bytes = tm.box_bytes, smem = tm.smem_bytes, boxes = boxes, dtype = tm.dtype,
               elem_bytes = tm.elem_bytes, swizzle = tm.swizzle, mode = tm.mode }
-  d.align = M.ALIGN[tm.swizzle] or 128
+  d.align = swizzle.repeat_bytes(tm.swizzle)   -- a stage buffer starts on the pattern's repeat
   if tm.mode == "im2col" then
     d.what = ("im2col %s: %d pixels x %d channels x %d B"):format(tm.dtype, tm.pixels, tm.channels, tm.elem_bytes)
   else

@@ -18,6 +18,7 @@ local util = require("cuasync.util")
 local buffer = require("cuasync.buffer")
 local device = require("cuasync.device")
 local R = require("cuasync.model.tensormap_rules")
+local swizzles = require("cuasync.model.swizzle")
 local handle = require("cuasync.handle")
 require("cuasync.cdef.tensormap")
 
@@ -143,7 +144,7 @@ local function tiled(spec, c)
   end
   -- measured on the H200 (spec/swizzle_spec.lua): with a swizzle, each row takes the whole span
   -- in shared memory, while the transaction count stays the data bytes
-  local span = R.SPAN[c.m.swizzle]
+  local span = swizzles.limit(c.m.swizzle)
   local smem_bytes = (c.m.il == 0 and span < math.huge and inner < span) and span * rows or box_bytes
   R.device_supports(dt, spec.dtype, device_cc())
   if spec.encode == false then

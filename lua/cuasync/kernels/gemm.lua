@@ -18,6 +18,7 @@ local device = require("cuasync.device")
 local native = require("cuasync.native")
 local buffer = require("cuasync.buffer")
 local util = require("cuasync.util")
+local swizzle = require("cuasync.model.swizzle")
 require("cuasync.cdef.blas")
 
 local M = {}
@@ -115,7 +116,7 @@ end
 -- specs check one against the other): start >> 4 in bits 0-13, leading-dimension offset >> 4 in
 -- 16-29, stride-dimension offset >> 4 in 32-45, swizzle in 62-63 (0 none, 1 128B, 2 64B, 3 32B).
 -- Returns the high and low 32-bit halves.
-M.SWIZZLE_CODE = { none = 0, ["128B"] = 1, ["64B"] = 2, ["32B"] = 3 }
+M.SWIZZLE_CODE = swizzle.WGMMA
 function M.descriptor(address, lbo, sbo, swizzle)
   local code = M.SWIZZLE_CODE[swizzle]
   if not code then util.fail("gemm.descriptor", ("swizzle must be none, 128B, 64B or 32B (got %s)"):format(util.describe(swizzle))) end

@@ -16,7 +16,25 @@ local util = require("cuasync.util")
 
 local M = {}
 
+-- The one table of swizzle modes. SPAN: the bytes a row is swizzled within (0: none, rows are not
+-- limited by a span). The rest are derived below, each with one meaning:
+--   limit(mode)   the most a box row may hold (math.huge without a swizzle)
+--   repeat_bytes(mode)  where the pattern repeats: 8 spans, the alignment a stage buffer needs
+--                 (128 bytes without a swizzle: TMA's own destination alignment)
+--   TENSORMAP[mode], WGMMA[mode]  the mode's code in a tensor map and in a wgmma descriptor
 M.SPAN = { none = 0, ["32B"] = 32, ["64B"] = 64, ["128B"] = 128 }
+M.TENSORMAP = { none = 0, ["32B"] = 1, ["64B"] = 2, ["128B"] = 3 }
+M.WGMMA = { none = 0, ["128B"] = 1, ["64B"] = 2, ["32B"] = 3 }
+
+function M.limit(mode)
+  local s = M.SPAN[mode]
+  return s > 0 and s or math.huge
+end
+
+function M.repeat_bytes(mode)
+  local s = M.SPAN[mode]
+  return s > 0 and 8 * s or 128
+end
 local ELEM = { [1] = true, [2] = true, [4] = true, [8] = true }
 
 local function fail(where, msg) util.fail("swizzle." .. where, msg) end

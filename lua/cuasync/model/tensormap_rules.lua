@@ -3,6 +3,7 @@
 -- them with a bare CUDA_ERROR_INVALID_VALUE. Pure Lua: tensormap.lua resolves the buffer or
 -- address and the device, and passes their facts in.
 local util = require("cuasync.util")
+local swizzles = require("cuasync.model.swizzle")
 
 local M = {}
 
@@ -24,8 +25,7 @@ M.DTYPES = {
                         swizzles = { none = true, ["128B"] = true }, no_interleave = true },
 }
 M.INTERLEAVE = { none = 0, ["16B"] = 1, ["32B"] = 2 }
-M.SWIZZLE = { none = 0, ["32B"] = 1, ["64B"] = 2, ["128B"] = 3 }
-M.SPAN = { none = math.huge, ["32B"] = 32, ["64B"] = 64, ["128B"] = 128 }
+M.SWIZZLE = swizzles.TENSORMAP
 M.L2 = { none = 0, ["64B"] = 1, ["128B"] = 2, ["256B"] = 3 }
 M.OOB = { zero = 0, nan = 1 }
 
@@ -155,7 +155,7 @@ function M.inner(field, bytes, m)
     fail(("%s = %s is not a multiple of 16 (the inner box dimension moves 16-byte units)"):format(field,
          tostring(bytes)))
   end
-  if m.il == 0 and bytes > M.SPAN[m.swizzle] then
+  if m.il == 0 and bytes > swizzles.limit(m.swizzle) then
     fail(("%s = %d exceeds the %s swizzle span"):format(field, bytes, m.swizzle))
   end
 end
