@@ -80,18 +80,12 @@ asan: deps $(ASAN_LIB)
 	CUASYNC_LIB=$(CURDIR)/$(ASAN_LIB) $(BUSTED) -o TAP --exclude-tags=gpu spec | tee build/asan.tap || rc=$$?; \
 	awk -f .ci/tap-summary.awk build/asan.tap; exit $$rc
 
+# The Lua tree and kernels-src as they are laid out (every folder, no list to keep in step).
 install: all
-	mkdir -p $(DESTDIR)$(LUADIR)/cuasync/cdef $(DESTDIR)$(LUADIR)/cuasync/model $(DESTDIR)$(LUADIR)/cuasync/tools \
-	         $(DESTDIR)$(LUADIR)/cuasync/kernels $(DESTDIR)$(LUADIR)/cuasync/kernels-src/cuasync $(DESTDIR)$(LIBDIR)
-	cp lua/cuasync/*.lua $(DESTDIR)$(LUADIR)/cuasync/
-	cp lua/cuasync/cdef/*.lua $(DESTDIR)$(LUADIR)/cuasync/cdef/
-	cp lua/cuasync/model/*.lua $(DESTDIR)$(LUADIR)/cuasync/model/
-	cp lua/cuasync/tools/*.lua $(DESTDIR)$(LUADIR)/cuasync/tools/
-	cp lua/cuasync/kernels/*.lua $(DESTDIR)$(LUADIR)/cuasync/kernels/
-	cp kernels-src/*.cu $(DESTDIR)$(LUADIR)/cuasync/kernels-src/
-	cp kernels-src/cuasync/*.cuh $(DESTDIR)$(LUADIR)/cuasync/kernels-src/cuasync/
+	mkdir -p $(DESTDIR)$(LUADIR)/cuasync/kernels-src $(DESTDIR)$(LIBDIR) $(DESTDIR)$(BINDIR)
+	cd lua/cuasync && find . -name '*.lua' -exec install -D -m 644 {} $(DESTDIR)$(LUADIR)/cuasync/{} \;
+	cd kernels-src && find . \( -name '*.cu' -o -name '*.cuh' \) -exec install -D -m 644 {} $(DESTDIR)$(LUADIR)/cuasync/kernels-src/{} \;
 	cp $(LIB) $(DESTDIR)$(LIBDIR)/
-	mkdir -p $(DESTDIR)$(BINDIR)
 	cp bin/cuasync $(DESTDIR)$(BINDIR)/cuasync
 
 clean:

@@ -66,7 +66,7 @@ extern "C" __global__ void __launch_bounds__(THREADS) block_groups(uint4 *out, c
 extern "C" __global__ void __launch_bounds__(THREADS) block_mbarrier(uint4 *out, const uint4 *in, u64 n)
 {
     extern __shared__ __align__(16) uint4 ring[];
-    __shared__ __align__(8) cuasync::mbarrier_t full[STAGES];
+    __shared__ cuasync::mbarrier_t full[STAGES];
     const u64 nvec = n / 4, ntiles = (nvec + TILE_VECS - 1) / TILE_VECS;
     const u64 mine = blockIdx.x < ntiles ? (ntiles - blockIdx.x + gridDim.x - 1) / gridDim.x : 0;
     auto tile_of = [&](u64 j) { return blockIdx.x + j * gridDim.x; };

@@ -27,7 +27,7 @@ namespace bulk = cuasync::bulk;
 extern "C" __global__ void __launch_bounds__(THREADS) bulk_add_one(unsigned *out, const unsigned *in, u64 n)
 {
     extern __shared__ __align__(128) unsigned char ring[];   // STAGES * TILE_BYTES
-    __shared__ __align__(8) cuasync::mbarrier_t full[STAGES];
+    __shared__ cuasync::mbarrier_t full[STAGES];
     constexpr unsigned TW = TILE_BYTES / 4;                   // words per tile
     const u64 ntiles = (n + TW - 1) / TW;
     const u64 mine = blockIdx.x < ntiles ? (ntiles - blockIdx.x + gridDim.x - 1) / gridDim.x : 0;

@@ -19,7 +19,7 @@ template <typename T>
 __device__ __forceinline__ void reduce_tiles(T *out, const T *in, u64 n)
 {
     extern __shared__ __align__(128) unsigned char ring[];   // STAGES * TILE_BYTES
-    __shared__ __align__(8) cuasync::mbarrier_t full[STAGES];
+    __shared__ cuasync::mbarrier_t full[STAGES];
     if (threadIdx.x != 0) return;                             // one thread drives the copy engine
     constexpr unsigned TE = TILE_BYTES / sizeof(T);
     const u64 ntiles = (n + TE - 1) / TE;

@@ -93,7 +93,7 @@ extern "C" __global__ void cluster_multicast_check(const __grid_constant__ cuasy
     unsigned W, unsigned H, unsigned b0, unsigned b1, unsigned n0, unsigned *sums, unsigned *bad, unsigned *released)
 {
     extern __shared__ __align__(1024) unsigned tile[];
-    __shared__ __align__(8) cuasync::mbarrier_t bar, done;
+    __shared__ cuasync::mbarrier_t bar, done;
     __shared__ unsigned sum, wrong;
     namespace mb = cuasync::mbarrier;
     const unsigned csize = cl::size(), rank = cl::rank(), ci = blockIdx.x / csize;

@@ -28,7 +28,7 @@ constexpr int LAG = STORE_LAG < STAGES ? STORE_LAG : STAGES - 1;
 extern "C" __global__ void __launch_bounds__(32) copy_bulk(char *dst, const char *src, unsigned long long bytes)
 {
     extern __shared__ __align__(128) unsigned char ring[];   // STAGES * CHUNK bytes
-    __shared__ __align__(8) cuasync::mbarrier_t full[STAGES];
+    __shared__ cuasync::mbarrier_t full[STAGES];
     namespace mb = cuasync::mbarrier;
     namespace bulk = cuasync::bulk;
 

@@ -27,7 +27,7 @@ template <bool SPLIT>
 __device__ __forceinline__ void run(unsigned *out, const unsigned *in, u64 n)
 {
     __shared__ unsigned staged[2][THREADS];   // alternate tiles: see below
-    __shared__ __align__(8) cuasync::mbarrier_t bar;
+    __shared__ cuasync::mbarrier_t bar;
     if (threadIdx.x == 0) mb::init(&bar, THREADS);
     __syncthreads();
     const u64 ntiles = (n + THREADS - 1) / THREADS;

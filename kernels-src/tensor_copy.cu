@@ -59,7 +59,7 @@ __device__ __forceinline__ void box_round_trip(const tensormap *in, const tensor
                                                const unsigned (&nb)[5], const unsigned (&box)[5])
 {
     extern __shared__ __align__(1024) unsigned tile[];
-    __shared__ __align__(8) cuasync::mbarrier_t bar;
+    __shared__ cuasync::mbarrier_t bar;
     const box_at at = box_coords(blockIdx.x, nb, box);
     if (threadIdx.x == 0) {
         mb::init(&bar, 1);
@@ -105,7 +105,7 @@ extern "C" __global__ void tensor_multicast(const __grid_constant__ tensormap in
                                             unsigned n0, unsigned b0, unsigned b1)
 {
     extern __shared__ __align__(1024) unsigned tile[];
-    __shared__ __align__(8) cuasync::mbarrier_t bar;
+    __shared__ cuasync::mbarrier_t bar;
     const unsigned rank = cuasync::cluster::rank(), csize = cuasync::cluster::size();
     const unsigned cluster_index = blockIdx.x / csize;
     if (threadIdx.x == 0) {

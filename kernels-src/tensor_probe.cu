@@ -54,7 +54,7 @@ __device__ __forceinline__ void finish_image(cuasync::mbarrier_t *bar, unsigned 
 extern "C" __global__ void tensor_image_2d(const __grid_constant__ tensormap map, unsigned char *out,
                                            unsigned box_bytes, unsigned image_bytes, int c0, int c1, unsigned *status)
 {
-    __shared__ __align__(8) cuasync::mbarrier_t bar;
+    __shared__ cuasync::mbarrier_t bar;
     prepare_image(&bar, box_bytes, image_bytes);
     if (threadIdx.x == 0) {
         mb::arrive_expect_tx(&bar, box_bytes);
@@ -67,7 +67,7 @@ extern "C" __global__ void tensor_image_im2col(const __grid_constant__ tensormap
                                                unsigned box_bytes, unsigned image_bytes, int c0, int c1, int c2,
                                                unsigned offset, unsigned *status)
 {
-    __shared__ __align__(8) cuasync::mbarrier_t bar;
+    __shared__ cuasync::mbarrier_t bar;
     prepare_image(&bar, box_bytes, image_bytes);
     if (threadIdx.x == 0) {
         mb::arrive_expect_tx(&bar, box_bytes);

@@ -24,7 +24,7 @@ extern "C" __global__ void __launch_bounds__(32) tile_copy(const __grid_constant
     unsigned box_x, unsigned box_y)
 {
     extern __shared__ __align__(1024) unsigned char ring[];   // STAGES * STAGE_BYTES
-    __shared__ __align__(8) cuasync::mbarrier_t full[STAGES];
+    __shared__ cuasync::mbarrier_t full[STAGES];
     namespace mb = cuasync::mbarrier;
     namespace bulk = cuasync::bulk;
     namespace tma = cuasync::tma;

@@ -26,7 +26,7 @@ extern "C" __global__ void __launch_bounds__(256) tile_transpose(const __grid_co
 {
     __shared__ __align__(1024) unsigned char a[32 * 32 * 4];
     __shared__ __align__(1024) unsigned char b[32 * 32 * 4];
-    __shared__ __align__(8) cuasync::mbarrier_t bar;
+    __shared__ cuasync::mbarrier_t bar;
     namespace mb = cuasync::mbarrier;
     const int tx = (int)(blockIdx.x % tiles_x) * 32, ty = (int)(blockIdx.x / tiles_x) * 32;
     if (threadIdx.x == 0) {

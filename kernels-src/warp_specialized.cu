@@ -26,7 +26,7 @@ namespace mb = cuasync::mbarrier;
 extern "C" __global__ void __launch_bounds__(THREADS) warp_specialized(uint4 *out, const uint4 *in, u64 n)
 {
     extern __shared__ __align__(16) uint4 ring[];   // STAGES * TILE_VECS
-    __shared__ __align__(8) cuasync::mbarrier_t filled[STAGES], ready[STAGES];
+    __shared__ cuasync::mbarrier_t filled[STAGES], ready[STAGES];
     const u64 nvec = n / 4, ntiles = (nvec + TILE_VECS - 1) / TILE_VECS;
     const u64 mine = blockIdx.x < ntiles ? (ntiles - blockIdx.x + gridDim.x - 1) / gridDim.x : 0;
     if (threadIdx.x == 0)

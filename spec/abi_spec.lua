@@ -94,3 +94,45 @@ int main(void) {
     assert.equal(("%d %d"):format(ffi.sizeof("cuasync_func_attrs"), ffi.offsetof("cuasync_func_attrs", "required_cluster")), t.attrs, out)
   end)
 end)
+
+-- The watchdog record is written by the device (cuasync::watchdog::record in watchdog.cuh) and
+-- read here through the cdef in watchdog.lua. The struct's text is taken from the header and
+-- compiled by the host C compiler (NVRTC does not fold offsetof into a constant), field by field.
+describe("abi of the watchdog record", function()
+  it("the device struct has the FFI's layout, field by field", function()
+    local ffi = require("ffi")
+    require("cuasync.watchdog")   -- declares cuasync_watchdog_record
+    local h = assert(io.open("kernels-src/cuasync/watchdog.cuh"))
+    local header = h:read("*a")
+    h:close()
+    local body = assert(header:match("struct record (%b{});"), "watchdog.cuh has no struct record")
+    local fields = {}
+    for name in body:gsub("//[^\n]*", ""):gmatch("([%a_][%w_]*)%s*[%[;,]") do
+      if name ~= "unsigned" and name ~= "long" then fields[#fields + 1] = name end
+    end
+    assert.is_true(#fields >= 17, table.concat(fields, " "))
+    local lines = { "#include <stddef.h>", "#include <stdio.h>", "struct record " .. body .. ";", "int main(void) {" }
+    for _, f in ipairs(fields) do
+      lines[#lines + 1] = ('printf("%s %%zu\\n", offsetof(struct record, %s));'):format(f, f)
+    end
+    lines[#lines + 1] = 'printf("sizeof %zu\\n", sizeof(struct record)); return 0; }'
+    local dir = os.tmpname()
+    os.remove(dir)
+    assert(os.execute("mkdir -p " .. dir) == 0)
+    local c = io.open(dir .. "/r.c", "w")
+    c:write(table.concat(lines, "\n"))
+    c:close()
+    assert.equal(0, os.execute(("cc -o %s/r %s/r.c"):format(dir, dir)))
+    local p = io.popen(dir .. "/r")
+    local got = p:read("*a")
+    p:close()
+    os.execute("rm -rf " .. dir)
+    local want = {}
+    for _, f in ipairs(fields) do
+      local cname = f == "pad_" and "pad_" or f
+      want[#want + 1] = ("%s %d"):format(f, ffi.offsetof("cuasync_watchdog_record", cname))
+    end
+    want[#want + 1] = ("sizeof %d"):format(ffi.sizeof("cuasync_watchdog_record"))
+    assert.equal(table.concat(want, "\n") .. "\n", got)
+  end)
+end)

@@ -59,7 +59,8 @@ end
 function H.tmpdir()
   local d = os.tmpname()
   os.remove(d)
-  assert(os.execute("mkdir -p " .. d) == 0 or true)
+  local rc = os.execute("mkdir -p " .. d)
+  assert(rc == 0 or rc == true, "mkdir -p " .. d .. " failed")
   return d
 end
 

@@ -1,5 +1,6 @@
--- Launch configurations checked before the driver: against an sm_90 device's limits (no GPU needed)
--- and a kernel's attributes.
+-- Launch configurations checked before the driver (lua/cuasync/model/launch_rules.lua, bound to a
+-- kernel by lua/cuasync/launch.lua): against an sm_90 device's limits (no GPU needed) and a
+-- kernel's attributes.
 local cuasync = require("cuasync")
 local check = cuasync.check_launch
 local sm90 = cuasync.limits.sm_90

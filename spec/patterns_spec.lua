@@ -1,4 +1,4 @@
--- The async-copy patterns (lua/cuasync/patterns.lua over kernels-src/): every rule refused before
+-- The async-copy patterns (lua/cuasync/kernels/patterns.lua over kernels-src/): every rule refused before
 -- launch with its message; on the GPU every pattern, at several depths and at sizes that end in
 -- partial tiles, on fresh random data with the output poisoned, every element checked against
 -- the CPU reference and nothing written past the end.
