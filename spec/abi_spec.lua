@@ -129,8 +129,7 @@ describe("abi of the watchdog record", function()
     os.execute("rm -rf " .. dir)
     local want = {}
     for _, f in ipairs(fields) do
-      local cname = f == "pad_" and "pad_" or f
-      want[#want + 1] = ("%s %d"):format(f, ffi.offsetof("cuasync_watchdog_record", cname))
+      want[#want + 1] = ("%s %d"):format(f, ffi.offsetof("cuasync_watchdog_record", f))
     end
     want[#want + 1] = ("sizeof %d"):format(ffi.sizeof("cuasync_watchdog_record"))
     assert.equal(table.concat(want, "\n") .. "\n", got)

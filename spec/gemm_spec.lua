@@ -123,12 +123,14 @@ describe("gemm", function()
     gemm.reference(A, B, C, m, n, k)
     cuasync.synchronize()
     local a, b, c = A:download("uint16_t", m * k), B:download("uint16_t", n * k), C:download("float", m * n)
-    local u = ffi.new("uint32_t[1]")
-    local fl = ffi.cast("float *", u)
-    -- bf16 bits to float: x * 65536 stays a non-negative integer below 2^32 (bit.lshift gives a
-    -- negative int32 for the sign bit, and a negative number stored into a uint32_t is not
-    -- converted the same way by the interpreter and by JIT-compiled code)
-    local function f(x) u[0] = x * 65536 return fl[0] end
+    -- bf16 bits to a number by arithmetic: reading the bits back through a float * cast of a
+    -- uint32_t buffer is type punning, which LuaJIT's JIT may reorder (its alias analysis keeps
+    -- different FFI types apart), so the result depended on how the loop was traced
+    local function f(x)
+      local e, m = math.floor(x / 128) % 256, x % 128
+      local v = e == 0 and m * 2 ^ -133 or (1 + m / 128) * 2 ^ (e - 127)
+      return x >= 0x8000 and -v or v
+    end
     local worst = 0
     for i = 0, m - 1 do
       for j = 0, n - 1 do

@@ -91,36 +91,34 @@ function Kernel:attributes()
   return out
 end
 
--- The two attributes a launch may need raised, by their names in k.attrs.
-local SETTABLE = {
-  max_dynamic_smem = { id = C.CUASYNC_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                       value = function(v) return v end,
-                       what = "raising kernel '%s''s dynamic shared memory limit to %d bytes" },
-  non_portable = { id = C.CUASYNC_CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, field = "non_portable_cluster_allowed",
-                   value = function(v) return v and 1 or 0 end, what = "allowing kernel '%s' non-portable cluster sizes" },
-}
+-- The two attributes a launch may need raised, by their field in k.attrs.
+local ATTRIBUTE = { max_dynamic_smem = C.CUASYNC_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    non_portable_cluster_allowed = C.CUASYNC_CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED }
 
-local function set(k, name, v, what)
-  local a = SETTABLE[name]
-  native.check(C.cuasync_func_set_attribute(k.fn, a.id, a.value(v), what or a.what:format(k.name, a.value(v)),
-               errbuf, ERRLEN))
-  k.attrs[a.field or name] = v
+local function set(k, field, v, what)
+  local value = v == true and 1 or v == false and 0 or v
+  native.check(C.cuasync_func_set_attribute(k.fn, ATTRIBUTE[field], value, what, errbuf, ERRLEN))
+  k.attrs[field] = v
 end
 
 -- Set what a launch config needs (conf.needs, from launch.lua), for good.
 local function apply(k, needs)
-  for name, v in pairs(needs) do set(k, name, v) end
+  for field, v in pairs(needs) do
+    set(k, field, v, field == "max_dynamic_smem"
+        and ("raising kernel '%s''s dynamic shared memory limit to %d bytes"):format(k.name, v)
+        or ("allowing kernel '%s' non-portable cluster sizes"):format(k.name))
+  end
 end
 
 -- Run f with what conf needs set, and put the old values back after: a query leaves no trace.
 local function with_needs(k, needs, f)
   local old = {}
-  for name, v in pairs(needs) do
-    old[name] = k.attrs[SETTABLE[name].field or name]
-    set(k, name, v, "a query")
+  for field, v in pairs(needs) do
+    old[field] = k.attrs[field]
+    set(k, field, v, "a query")
   end
   local ok, r = pcall(f)
-  for name, v in pairs(old) do set(k, name, v, "a query") end
+  for field, v in pairs(old) do set(k, field, v, "a query") end
   if not ok then error(r, 0) end
   return r
 end

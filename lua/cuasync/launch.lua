@@ -85,11 +85,12 @@ function M.occupancy(k, block_threads, smem)
 end
 
 -- The function attributes a checked config c needs beyond what the kernel has (attrs, read
--- once per kernel): { max_dynamic_smem = n, non_portable = true }, each only when needed.
+-- once per kernel), keyed by their field there: { max_dynamic_smem = n,
+-- non_portable_cluster_allowed = true }, each only when needed.
 local function needs_of(c, attrs)
   local needs = {}
   if c.smem > attrs.max_dynamic_smem then needs.max_dynamic_smem = c.smem end
-  if c.non_portable and not attrs.non_portable_cluster_allowed then needs.non_portable = true end
+  if c.non_portable and not attrs.non_portable_cluster_allowed then needs.non_portable_cluster_allowed = true end
   return needs
 end
 
