@@ -23,7 +23,6 @@ local d   -- the inputs, the reference result and the output, made on first use
 local function data()
   if d then return d end
   d = { a = cuasync.alloc(m * k * 2), b = cuasync.alloc(n * k * 2), c = cuasync.alloc(m * n * 4), r = cuasync.alloc(m * n * 4) }
-  d.cmap = gemm.c_map({ m = m, n = n, epilogue = "tma" }, d.c)
   local seed = tonumber(cuasync.now_ns() % 2 ^ 31)
   gemm.random(d.a, m * k, seed)
   gemm.random(d.b, n * k, seed + 7919)
@@ -31,12 +30,7 @@ local function data()
   cuasync.synchronize()
   return d
 end
-local function plan(p, real)
-  local bm, bn = gemm.tile(p.tile)
-  local x = real and data() or {}
-  return gemm.plan{ stages = p.stages, bm = bm, bn = bn, m = m, n = n, k = k, a = x.a, b = x.b, cluster = p.cluster,
-                    epilogue = "tma" }
-end
+local function opts(p) return { stages = p.stages, tile = p.tile, m = m, n = n, k = k, cluster = p.cluster, epilogue = "tma" } end
 local function verify()   -- against the reference, on the device: |got - want| <= 1e-2 + 1e-3 |want|
   local bad, worst = gemm.compare(d.c, d.r, m * n, 1e-2, 1e-3)
   return bad == 0, ("%d of %d elements off the reference (largest difference %.3g)"):format(bad, m * n, worst)
@@ -46,15 +40,9 @@ local S = cuasync.sweep{
   name = ("gemm_%dx%dx%d"):format(m, n, k), params = { stages = stages, tile = tiles, cluster = clusters },
   order = { "cluster", "tile", "stages" },
   unit = "TFLOP/s", rounds = o.rounds, reps = o.reps,
-  where = function(p) local ok, err = pcall(function() plan(p):check(gemm.limits()) end) return ok, err end,
-  program = function(p) return gemm.program(plan(p)) end,
-  build = function(p)
-    local P, x = plan(p, true), data()
-    local kern = gemm.kernel(P)
-    return { run = kern:prepare(gemm.launch_config(P, cuasync.current_device(), m, n, kern), P.loads[1].map, P.loads[2].map, x.cmap,
-                                x.c, m, n, k),
-             poison = function() x.c:fill(0xFF) end, verify = verify, flops = 2 * m * n * k }
-  end,
+  where = function(p) local ok, err = pcall(function() gemm.plan(opts(p)):check(gemm.limits()) end) return ok, err end,
+  program = function(p) return gemm.program(opts(p)) end,
+  build = function(p) local x = data() return gemm.build(opts(p), { a = x.a, b = x.b, c = x.c, ref = x.r }) end,
   baseline = { name = "cuBLAS", flops = 2 * m * n * k, run = function() local x = data() gemm.cublas(x.a, x.b, x.c, m, n, k) end },
 }
 S:run():print()

@@ -20,13 +20,9 @@ local function opts(p) return { stages = p.stages, chunk = p.chunk, inflight = p
 local S = cuasync.sweep{
   name = "tma_copy", order = { "stages", "chunk", "inflight" }, rounds = o.rounds, reps = o.reps,
   params = { stages = list(o.stages), chunk = list(o.chunk), inflight = list(o.inflight) },
-  where = function(p) local ok, err = pcall(copy.bulk_program, opts(p)) return ok, err end,
-  program = function(p) return (copy.bulk_program(opts(p))) end,
-  build = function(p)
-    local c, k = buffers(), copy.bulk_kernel(opts(p))
-    return { run = k:prepare(c.dst, c.src, o.bytes), bytes = 2 * o.bytes,
-             poison = function() c.dst:fill(0xA5) end, verify = function() c.verify("tma_copy") return true end }
-  end,
+  where = function(p) local ok, err = pcall(copy.program, opts(p)) return ok, err end,
+  program = function(p) return copy.program(opts(p)) end,
+  build = function(p) local c = buffers() return copy.build(opts(p), { dst = c.dst, src = c.src, bytes = o.bytes }) end,
   baseline = { name = "cuMemcpyDtoD", run = function() buffers().base.run() end, bytes = 2 * o.bytes },
 }
 S:run():print()

@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "cuasync_api.h"
-#include "cuasync_attrs.h"
 #include "cuasync_device.h"
 #include "cuasync_error.h"
 #include "cuasync_loader.h"
@@ -29,36 +28,43 @@ static int attribute(int *out, int attrib, CUdevice dev, const char *what, char 
     return CUASYNC_OK;
 }
 
-int cuasync_device_open(int ordinal, cuasync_device_props *p, char *err, size_t errlen)
+/* Every device property cuasync reads, listed once: the driver's CUdevice_attribute number
+ * (cuda.h, CUDA 13) and the name Lua gives the value (cuasync_device_prop_name). */
+static const struct { int attrib; const char *name; } props[] = {
+    { 75, "cc_major" },                  /* COMPUTE_CAPABILITY_MAJOR */
+    { 76, "cc_minor" },                  /* COMPUTE_CAPABILITY_MINOR */
+    { 16, "sms" },                       /* MULTIPROCESSOR_COUNT */
+    { 10, "warp_size" },                 /* WARP_SIZE */
+    { 1, "max_threads_per_block" },      /* MAX_THREADS_PER_BLOCK */
+    { 2, "max_block_x" },                /* MAX_BLOCK_DIM_X */
+    { 3, "max_block_y" },                /* MAX_BLOCK_DIM_Y */
+    { 4, "max_block_z" },                /* MAX_BLOCK_DIM_Z */
+    { 5, "max_grid_x" },                 /* MAX_GRID_DIM_X */
+    { 6, "max_grid_y" },                 /* MAX_GRID_DIM_Y */
+    { 7, "max_grid_z" },                 /* MAX_GRID_DIM_Z */
+    { 8, "smem_per_block" },             /* MAX_SHARED_MEMORY_PER_BLOCK: without opt-in (48 KiB) */
+    { 97, "smem_optin" },                /* MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: what a kernel can opt in to */
+    { 81, "smem_per_sm" },               /* MAX_SHARED_MEMORY_PER_MULTIPROCESSOR */
+    { 38, "l2_bytes" },                  /* L2_CACHE_SIZE */
+    { 120, "cluster_launch" },           /* CLUSTER_LAUNCH: 1 when clusters can be launched */
+    { 39, "max_threads_per_sm" },        /* MAX_THREADS_PER_MULTIPROCESSOR */
+    { 12, "regs_per_block" },            /* MAX_REGISTERS_PER_BLOCK */
+    { 13, "clock_khz" },                 /* CLOCK_RATE */
+    { 36, "mem_clock_khz" },             /* MEMORY_CLOCK_RATE */
+    { 37, "bus_width_bits" },            /* GLOBAL_MEMORY_BUS_WIDTH */
+    { 82, "regs_per_sm" },               /* MAX_REGISTERS_PER_MULTIPROCESSOR */
+    { 106, "max_blocks_per_sm" },        /* MAX_BLOCKS_PER_MULTIPROCESSOR */
+    { 111, "reserved_smem_per_block" },  /* RESERVED_SHARED_MEMORY_PER_BLOCK */
+};
+#define NPROPS ((int)(sizeof props / sizeof props[0]))
+typedef char props_fit[NPROPS <= CUASYNC_DEVICE_MAX_PROPS ? 1 : -1];
+
+int cuasync_device_prop_count(void) { return NPROPS; }
+
+const char *cuasync_device_prop_name(int i) { return i >= 0 && i < NPROPS ? props[i].name : NULL; }
+
+int cuasync_device_open(int ordinal, cuasync_device_info *p, char *err, size_t errlen)
 {
-    static const struct { int attrib; size_t offset; const char *what; } attrs[] = {
-#define A(id, field) { id, offsetof(cuasync_device_props, field), #field }
-        A(CUASYNC_DEV_COMPUTE_CAPABILITY_MAJOR, cc_major),
-        A(CUASYNC_DEV_COMPUTE_CAPABILITY_MINOR, cc_minor),
-        A(CUASYNC_DEV_MULTIPROCESSOR_COUNT, sms),
-        A(CUASYNC_DEV_WARP_SIZE, warp_size),
-        A(CUASYNC_DEV_MAX_THREADS_PER_BLOCK, max_threads_per_block),
-        A(CUASYNC_DEV_MAX_BLOCK_DIM_X, max_block[0]),
-        A(CUASYNC_DEV_MAX_BLOCK_DIM_Y, max_block[1]),
-        A(CUASYNC_DEV_MAX_BLOCK_DIM_Z, max_block[2]),
-        A(CUASYNC_DEV_MAX_GRID_DIM_X, max_grid[0]),
-        A(CUASYNC_DEV_MAX_GRID_DIM_Y, max_grid[1]),
-        A(CUASYNC_DEV_MAX_GRID_DIM_Z, max_grid[2]),
-        A(CUASYNC_DEV_MAX_SHARED_MEMORY_PER_BLOCK, smem_per_block),
-        A(CUASYNC_DEV_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, smem_optin),
-        A(CUASYNC_DEV_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, smem_per_sm),
-        A(CUASYNC_DEV_L2_CACHE_SIZE, l2_bytes),
-        A(CUASYNC_DEV_CLUSTER_LAUNCH, cluster_launch),
-        A(CUASYNC_DEV_MAX_THREADS_PER_MULTIPROCESSOR, max_threads_per_sm),
-        A(CUASYNC_DEV_MAX_REGISTERS_PER_BLOCK, regs_per_block),
-        A(CUASYNC_DEV_CLOCK_RATE, clock_khz),
-        A(CUASYNC_DEV_MEMORY_CLOCK_RATE, mem_clock_khz),
-        A(CUASYNC_DEV_GLOBAL_MEMORY_BUS_WIDTH, bus_width_bits),
-        A(CUASYNC_DEV_MAX_REGISTERS_PER_MULTIPROCESSOR, regs_per_sm),
-        A(CUASYNC_DEV_MAX_BLOCKS_PER_MULTIPROCESSOR, max_blocks_per_sm),
-        A(CUASYNC_DEV_RESERVED_SHARED_MEMORY_PER_BLOCK, reserved_smem_per_block),
-#undef A
-    };
     int count, rc;
     size_t i, total = 0;
     CUdevice dev;
@@ -78,11 +84,11 @@ int cuasync_device_open(int ordinal, cuasync_device_props *p, char *err, size_t 
     p->ordinal = ordinal;
     CUASYNC_CU(cuDeviceGetName, (p->name, (int)sizeof p->name, dev), err, errlen,
                "reading the name of device %d", ordinal);
-    for (i = 0; i < sizeof attrs / sizeof attrs[0]; i++) {
-        rc = attribute((int *)((char *)p + attrs[i].offset), attrs[i].attrib, dev, attrs[i].what,
-                       err, errlen);
+    for (i = 0; i < (size_t)NPROPS; i++) {
+        rc = attribute(&p->value[i], props[i].attrib, dev, props[i].name, err, errlen);
         if (rc) return rc;
     }
+    p->count = NPROPS;
     CUASYNC_CU(cuDeviceTotalMem, (&total, dev), err, errlen, "reading the memory size of device %d",
                ordinal);
     p->total_mem = total;

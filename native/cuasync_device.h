@@ -4,34 +4,25 @@
 
 #include "cuasync.h"
 
-typedef struct cuasync_device_props {
+#define CUASYNC_DEVICE_MAX_PROPS 64
+
+/* A device as opened: its name and memory, and the values of the properties cuasync reads, in
+ * the order of cuasync_device_prop_name (the one list of them is in cuasync_device.c). */
+typedef struct cuasync_device_info {
     int ordinal;
     char name[256];
-    int cc_major, cc_minor;
-    int sms;
-    int warp_size;
-    int max_threads_per_block;
-    int max_block[3];
-    int max_grid[3];
-    int smem_per_block;          /* limit without opt-in (48 KiB) */
-    int smem_optin;              /* largest per-block limit a kernel can opt in to */
-    int smem_per_sm;
-    int l2_bytes;
-    int cluster_launch;          /* 1 when the device can launch thread-block clusters */
-    int max_threads_per_sm;
-    int regs_per_block;
-    int clock_khz;
-    int mem_clock_khz;
-    int bus_width_bits;
-    int regs_per_sm;
-    int max_blocks_per_sm;
-    int reserved_smem_per_block;
     unsigned long long total_mem;
-} cuasync_device_props;
+    int count;
+    int value[64];               /* CUASYNC_DEVICE_MAX_PROPS */
+} cuasync_device_info;
+
+int cuasync_device_prop_count(void);
+/* The name of property i (0 .. count - 1), NULL outside. */
+const char *cuasync_device_prop_name(int i);
 
 int cuasync_device_count(int *count, char *err, size_t errlen);
 /* Retain the device's primary context, make it current and read its properties. */
-int cuasync_device_open(int ordinal, cuasync_device_props *props, char *err, size_t errlen);
+int cuasync_device_open(int ordinal, cuasync_device_info *info, char *err, size_t errlen);
 /* Make an opened device's primary context current again. */
 int cuasync_device_activate(int ordinal, char *err, size_t errlen);
 int cuasync_device_synchronize(const char *what, char *err, size_t errlen);

@@ -76,21 +76,44 @@ describe("ABI", function()
     for k, v in pairs(native) do assert.equal(v, mine[k], k) end
   end)
 
-  it("cuasync_device_props and cuasync_func_attrs match the native build", function()
+  -- native/cuasync_device.c lists each property once: { number, "name" }, /* CU_DEVICE_ATTRIBUTE_ suffix */
+  it_cuda("every device property's attribute number is cuda.h's, and Lua sees every name once", function()
+    local f = assert(io.open("native/cuasync_device.c"))
+    local text = f:read("*a")
+    f:close()
+    local lines, want = { "#include <stdio.h>", "#include <cuda.h>", "int main(void) {" }, {}
+    for num, name, attr in text:gmatch('{ (%d+), "([%w_]+)" },%s*/%* ([%u%d_]+)') do
+      lines[#lines + 1] = ('printf("%s %%d\\n", (int)CU_DEVICE_ATTRIBUTE_%s);'):format(name, attr)
+      want[#want + 1] = { name, num }
+    end
+    lines[#lines + 1] = "return 0; }"
+    local real, out = run_c(table.concat(lines, "\n"), "-I" .. cuda_home .. "/include")
+    local C = require("cuasync.native").C
+    assert.equal(C.cuasync_device_prop_count(), #want, "a property line the pattern does not read")
+    for i, w in ipairs(want) do
+      assert.equal(w[2], real[w[1]], w[1] .. ": " .. out)
+      assert.equal(w[1], ffi.string(C.cuasync_device_prop_name(i - 1)))
+    end
+    assert.is_true(C.cuasync_device_prop_name(#want) == nil)
+    assert.is_true(#want <= ffi.sizeof(ffi.new("cuasync_device_info").value) / 4)
+  end)
+
+  it("cuasync_device_info and cuasync_func_attrs match the native build", function()
     local src = [[
 #include <stdio.h>
 #include <stddef.h>
 #include "cuasync_device.h"
 #include "cuasync_module.h"
 int main(void) {
-  printf("props %zu %zu %zu %zu\n", sizeof(cuasync_device_props), offsetof(cuasync_device_props, max_grid),
-         offsetof(cuasync_device_props, cluster_launch), offsetof(cuasync_device_props, total_mem));
+  printf("props %zu %zu %zu %zu %d\n", sizeof(cuasync_device_info), offsetof(cuasync_device_info, total_mem),
+         offsetof(cuasync_device_info, count), offsetof(cuasync_device_info, value), CUASYNC_DEVICE_MAX_PROPS);
   printf("attrs %zu %zu\n", sizeof(cuasync_func_attrs), offsetof(cuasync_func_attrs, required_cluster));
   return 0; }
 ]]
     local t, out = run_c(src, "-Inative")
-    assert.equal(("%d %d %d %d"):format(ffi.sizeof("cuasync_device_props"), ffi.offsetof("cuasync_device_props", "max_grid"),
-      ffi.offsetof("cuasync_device_props", "cluster_launch"), ffi.offsetof("cuasync_device_props", "total_mem")), t.props, out)
+    assert.equal(("%d %d %d %d %d"):format(ffi.sizeof("cuasync_device_info"), ffi.offsetof("cuasync_device_info", "total_mem"),
+      ffi.offsetof("cuasync_device_info", "count"), ffi.offsetof("cuasync_device_info", "value"),
+      ffi.sizeof(ffi.new("cuasync_device_info").value) / 4), t.props, out)
     assert.equal(("%d %d"):format(ffi.sizeof("cuasync_func_attrs"), ffi.offsetof("cuasync_func_attrs", "required_cluster")), t.attrs, out)
   end)
 end)

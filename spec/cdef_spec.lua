@@ -2,7 +2,7 @@
 -- never calls a function with a prototype the library does not have.
 -- The pairs come from the names (native/cuasync_X.h <-> cuasync.cdef.X; cuasync.h <-> core): no
 -- hand list to keep in step. And the module that calls a C function requires the cdef declaring it.
-local INTERNAL = { ["cuasync_api.h"] = true, ["cuasync_attrs.h"] = true }   -- never seen by Lua
+local INTERNAL = { ["cuasync_api.h"] = true }   -- never seen by Lua
 local MODULES = {}
 do
   local p = io.popen("ls native/*.h")

@@ -89,6 +89,8 @@ describe("pipeline plan", function()
     assert.truthy(h:find("static constexpr unsigned load_offset[2] = { 0, 8192 };", 1, true))
     assert.truthy(h:find("static constexpr int B = 1;", 1, true))
     assert.truthy(h:find("static constexpr unsigned empty_count = 4u;", 1, true))
+    -- the watchdog's progress words are placed by the Config, not by pipeline.cuh or watchdog.cuh
+    assert.truthy(h:find("progress_received = 0u, progress_armed = 4u, progress_words = 5u;", 1, true))
     assert.same({ MAIN_STAGES = 4, MAIN_TX_BYTES = 24576, MAIN_SMEM_BYTES = P.smem_bytes, MAIN_BLOCK = 160,
                   MAIN_STAGE_PITCH = 24576 }, P:defines())
     local prog = P:program{ source = "#include <cuasync/pipelines/main.cuh>\nextern \"C\" __global__ void k() {}" }

@@ -161,7 +161,7 @@ struct pipeline {
                 mbarrier::init(empty(s), Config::empty_count);
             }
 #ifdef CUASYNC_WATCHDOG
-            for (int s = 0; s <= Config::stages; ++s) progress()[s] = 0u;
+            for (unsigned w = 0; w < Config::progress_words; ++w) progress()[w] = 0u;
 #endif
 #if __CUDA_ARCH__ >= 900
             mbarrier::fence_init();
@@ -177,12 +177,13 @@ struct pipeline {
     __device__ static state consumer_start() { return state::consumer_start(); }
 
 #ifdef CUASYNC_WATCHDOG
-    // With the watchdog: progress words in static shared memory, for the post-mortem. [s]: the
-    // arrivals empty[s] has received (consumers count their own and their peers' releases);
-    // [stages]: the stages the producer has armed.
+    // With the watchdog: progress words in static shared memory, for the post-mortem, placed by
+    // the generated Config. [progress_received + s]: the arrivals empty[s] has received
+    // (consumers count their own and their peers' releases); [progress_armed]: the stages the
+    // producer has armed.
     __device__ static unsigned *progress()
     {
-        __shared__ unsigned words[Config::stages + 1];
+        __shared__ unsigned words[Config::progress_words];
         return words;
     }
 #endif
@@ -191,12 +192,13 @@ struct pipeline {
     __device__ watchdog::site site(mbarrier_t *bar, const state &st, unsigned role) const
     {
 #ifdef CUASYNC_WATCHDOG
-        const unsigned words = smem_addr(progress());
+        const unsigned received = smem_addr(progress() + Config::progress_received + st.index);
+        const unsigned armed = smem_addr(progress() + Config::progress_armed);
 #else
-        const unsigned words = 0u;
+        const unsigned received = 0u, armed = 0u;
 #endif
         return watchdog::site{ smem_addr(bar), st.phase, smem_addr(base), (unsigned)st.index, role, st.iteration,
-                               words, (unsigned)Config::stages };
+                               received, armed };
     }
 
     // Producer thread: wait until the stage at st is free (its consumers, in every block whose
@@ -216,7 +218,7 @@ struct pipeline {
     {
         mbarrier::arrive_expect_tx(full(st.index), bytes);
 #ifdef CUASYNC_WATCHDOG
-        progress()[Config::stages] = st.iteration + 1u;
+        progress()[Config::progress_armed] = st.iteration + 1u;
 #endif
     }
 
@@ -266,7 +268,7 @@ struct pipeline {
             for (unsigned r = 0; r < Config::cluster_size; ++r)
                 if (is_peer(r)) {
 #ifdef CUASYNC_WATCHDOG
-                    cluster::red_add_u32(cluster::map_shared_addr(progress() + st.index, r), 1u);
+                    cluster::red_add_u32(cluster::map_shared_addr(progress() + Config::progress_received + st.index, r), 1u);
 #endif
                     mbarrier::arrive_cluster(empty(st.index), r);
                 }
@@ -274,7 +276,7 @@ struct pipeline {
         }
 #endif
 #ifdef CUASYNC_WATCHDOG
-        atomicAdd(progress() + st.index, 1u);
+        atomicAdd(progress() + Config::progress_received + st.index, 1u);
 #endif
         mbarrier::arrive(empty(st.index));
     }

@@ -23,9 +23,9 @@ struct site {
     unsigned stage;
     unsigned role;        // 0 none, 1 producer, 2 consumer
     unsigned iteration;   // the pipeline iteration (advances since the role's start)
-    unsigned progress;    // shared address of the pipeline's progress words (0: none): one count
-                          // of arrivals received per empty barrier, then the stages armed
-    unsigned stages;
+    unsigned received;    // shared address of the count of arrivals the waited stage's empty
+                          // barrier received (0: none); the pipeline's Config places it
+    unsigned armed;       // shared address of the count of stages the producer armed (0: none)
 };
 
 // mov.u64 t, %globaltimer;                                            // PTX ISA 3.1, sm_30
@@ -135,10 +135,8 @@ __device__ __noinline__ void give_up(site s, unsigned long long t0, unsigned lon
                 parity_now = done0 ? 1u : 0u;   // parity 0 complete: the current phase is odd
             }
             unsigned received = 0xFFFFFFFFu, armed = 0xFFFFFFFFu;
-            if (s.progress) {
-                asm volatile("ld.volatile.shared.u32 %0, [%1];" : "=r"(received) : "r"(s.progress + 4u * s.stage));
-                asm volatile("ld.volatile.shared.u32 %0, [%1];" : "=r"(armed) : "r"(s.progress + 4u * s.stages));
-            }
+            if (s.received) asm volatile("ld.volatile.shared.u32 %0, [%1];" : "=r"(received) : "r"(s.received));
+            if (s.armed) asm volatile("ld.volatile.shared.u32 %0, [%1];" : "=r"(armed) : "r"(s.armed));
             volatile record *v = r;
             v->module = cuasync_watchdog_module;
             v->block[0] = blockIdx.x; v->block[1] = blockIdx.y; v->block[2] = blockIdx.z;

@@ -73,21 +73,17 @@ function M.open(ordinal)
     current = dev
     return dev
   end
-  local p = ffi.new("cuasync_device_props")
+  local p = ffi.new("cuasync_device_info")
   native.check_as("device", C.cuasync_device_open(ordinal, p, errbuf, ERRLEN))
-  local cc = p.cc_major * 10 + p.cc_minor
-  dev = setmetatable({
-    ordinal = ordinal, name = ffi.string(p.name), cc = cc, arch = M.arch_for(cc),
-    sms = p.sms, smem_optin = p.smem_optin, smem_per_block = p.smem_per_block,
-    smem_per_sm = p.smem_per_sm, l2_bytes = p.l2_bytes, cluster = p.cluster_launch ~= 0,
-    warp_size = p.warp_size, max_threads_per_block = p.max_threads_per_block,
-    max_block = { p.max_block[0], p.max_block[1], p.max_block[2] },
-    max_grid = { p.max_grid[0], p.max_grid[1], p.max_grid[2] },
-    max_threads_per_sm = p.max_threads_per_sm, regs_per_block = p.regs_per_block,
-    regs_per_sm = p.regs_per_sm, max_blocks_per_sm = p.max_blocks_per_sm,
-    reserved_smem_per_block = p.reserved_smem_per_block, clock_khz = p.clock_khz, mem_clock_khz = p.mem_clock_khz, bus_width_bits = p.bus_width_bits,
-    total_mem = tonumber(p.total_mem),
-  }, Device)
+  -- the property values under native's names (sms, smem_optin, ...: one list, in cuasync_device.c)
+  dev = { ordinal = ordinal, name = ffi.string(p.name), total_mem = tonumber(p.total_mem) }
+  for i = 0, p.count - 1 do dev[ffi.string(C.cuasync_device_prop_name(i))] = p.value[i] end
+  dev.cc = dev.cc_major * 10 + dev.cc_minor
+  dev.arch = M.arch_for(dev.cc)
+  dev.cluster = dev.cluster_launch ~= 0
+  dev.max_block = { dev.max_block_x, dev.max_block_y, dev.max_block_z }
+  dev.max_grid = { dev.max_grid_x, dev.max_grid_y, dev.max_grid_z }
+  setmetatable(dev, Device)
   opened[ordinal] = dev
   current = dev
   return dev

@@ -3,32 +3,17 @@ local ffi = require("ffi")
 require("cuasync.cdef.core")
 
 local declarations = [[
-typedef struct cuasync_device_props {
+typedef struct cuasync_device_info {
     int ordinal;
     char name[256];
-    int cc_major, cc_minor;
-    int sms;
-    int warp_size;
-    int max_threads_per_block;
-    int max_block[3];
-    int max_grid[3];
-    int smem_per_block;
-    int smem_optin;
-    int smem_per_sm;
-    int l2_bytes;
-    int cluster_launch;
-    int max_threads_per_sm;
-    int regs_per_block;
-    int clock_khz;
-    int mem_clock_khz;
-    int bus_width_bits;
-    int regs_per_sm;
-    int max_blocks_per_sm;
-    int reserved_smem_per_block;
     unsigned long long total_mem;
-} cuasync_device_props;
+    int count;
+    int value[64];
+} cuasync_device_info;
+int cuasync_device_prop_count(void);
+const char *cuasync_device_prop_name(int i);
 int cuasync_device_count(int *count, char *err, size_t errlen);
-int cuasync_device_open(int ordinal, cuasync_device_props *props, char *err, size_t errlen);
+int cuasync_device_open(int ordinal, cuasync_device_info *info, char *err, size_t errlen);
 int cuasync_device_activate(int ordinal, char *err, size_t errlen);
 int cuasync_device_synchronize(const char *what, char *err, size_t errlen);
 int cuasync_device_reset(int ordinal, char *err, size_t errlen);

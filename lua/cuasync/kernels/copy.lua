@@ -5,8 +5,10 @@ local device = require("cuasync.device")
 local rules = require("cuasync.model.launch_rules")
 local ring = require("cuasync.model.ring")
 local buffer = require("cuasync.buffer")
+local stream = require("cuasync.stream")
 local util = require("cuasync.util")
 local ffi = require("ffi")
+local bit = require("bit")
 
 local M = {}
 
@@ -61,6 +63,9 @@ function M.bulk_program(opts)
   return prog, { stages = stages, chunk = chunk, smem = stages * chunk, inflight = inflight }
 end
 
+-- copy.program(opts): the driver shape's name for bulk_program's program.
+function M.program(opts) return (M.bulk_program(opts)) end
+
 function M.bulk_kernel(opts)
   local prog, k = M.bulk_program(opts)
   k.module = prog:compile()
@@ -95,6 +100,29 @@ end
 
 function Bulk:copy(dst, src, bytes, opts)
   self:prepare(dst, src, bytes, opts)()
+end
+
+-- copy.build(opts, { dst = buf, src = buf, bytes = n[, grid, stream] }) -> { run, verify, poison,
+-- bytes }: the driver shape a sweep's build returns. bytes: read + written; verify() compares
+-- dst with src byte for byte (both downloaded).
+function M.build(opts, b)
+  util.kind("copy", "buffers", b, "table")
+  util.known_fields("copy", b, { dst = true, src = true, bytes = true, grid = true, stream = true }, "buffers")
+  local k = M.bulk_kernel(opts)
+  local run = k:prepare(b.dst, b.src, b.bytes, { grid = b.grid, stream = b.stream })
+  local function verify()
+    stream.synchronize()
+    -- bytes is a multiple of 16 (check_bulk): compared in 8-byte words
+    local words = b.bytes / 8
+    local got, want = b.dst:download("uint64_t", words), b.src:download("uint64_t", words)
+    for i = 0, words - 1 do
+      if got[i] ~= want[i] then
+        return false, ("copy: bytes %d..%d are 0x%s, expected 0x%s"):format(8 * i, 8 * i + 7, bit.tohex(got[i]), bit.tohex(want[i]))
+      end
+    end
+    return true
+  end
+  return { run = run, verify = verify, poison = function() b.dst:fill(0xA5) end, bytes = 2 * b.bytes, kernel = k }
 end
 
 return M

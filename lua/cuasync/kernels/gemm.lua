@@ -44,11 +44,18 @@ end
 
 M.CHUNK_COLS = 32   -- the TMA epilogue's 64 x 32 f32 chunks (kernels-src/gemm_tma.cu)
 
--- gemm.plan{ stages, bm, bn, m, n, k[, a, b, cluster, epilogue] }: the pipeline: loads A (in
--- `cluster` multicast slices) and B tiles; one producer warpgroup; bm / 64 consumer warpgroups;
--- the TMA epilogue's scratch.
+-- gemm.plan{ stages, bm, bn | tile = "BMxBN", m, n, k[, a, b, cluster, epilogue] }: the pipeline:
+-- loads A (in `cluster` multicast slices) and B tiles; one producer warpgroup; bm / 64 consumer
+-- warpgroups; the TMA epilogue's scratch.
 function M.plan(o)
   util.kind("gemm", "argument", o, "table")
+  if o.tile ~= nil then
+    local q = {}
+    for k, v in pairs(o) do q[k] = v end
+    q.bm, q.bn = M.tile(o.tile)
+    q.tile = nil
+    o = q
+  end
   local cluster = o.cluster or 1
   if cluster ~= 1 and cluster ~= 2 then util.fail("gemm", ("cluster must be 1 or 2 (got %s)"):format(util.describe(cluster))) end
   local epilogue = o.epilogue or "tma"
@@ -68,8 +75,17 @@ function M.plan(o)
   return P
 end
 
--- The plan's program; opts may add program fields (arch, watchdog, ...), never the defines.
+-- A gemm.plan from a plan or from gemm.plan's options.
+local function plan_of(o)
+  util.kind("gemm", "argument", o, "table")
+  if getmetatable(o) == pipeline.Pipeline then return o end
+  return M.plan(o)
+end
+
+-- gemm.program(P | plan options[, program fields]): the plan's program (not compiled); the
+-- fields may add arch, watchdog, ..., never the defines.
 function M.program(P, opts)
+  P = plan_of(P)
   local spec = {}
   for k, v in pairs(opts or {}) do spec[k] = v end
   spec.file = "gemm_tma.cu"
@@ -123,6 +139,41 @@ function M.descriptor(address, lbo, sbo, swizzle)
   local lo = bit.bor(bit.rshift(bit.band(address, 0x3FFFF), 4), bit.lshift(bit.rshift(bit.band(lbo, 0x3FFFF), 4), 16))
   local hi = bit.bor(bit.rshift(bit.band(sbo, 0x3FFFF), 4), bit.lshift(code, 30))
   return hi % 2 ^ 32, lo % 2 ^ 32
+end
+
+-- gemm.build(plan options | P, { a = buf, b = buf, c = buf[, ref = buf] }) -> { run, verify,
+-- poison, flops }: the driver shape a sweep's build returns. The options name m, n, k and the
+-- tile (bm, bn or tile = "BMxBN"), stages, cluster, epilogue; the plan's maps are made on a, b.
+-- verify() compares c with the reference GEMM (|got - want| <= 1e-2 + 1e-3 |want|): ref when given
+-- (it must already hold gemm.reference of a and b), else one computed on first use.
+function M.build(opts, b)
+  util.kind("gemm", "buffers", b, "table")
+  util.known_fields("gemm", b, { a = true, b = true, c = true, ref = true, stream = true }, "buffers")
+  local q = {}
+  for k, v in pairs(util.kind("gemm", "argument", opts, "table")) do q[k] = v end
+  if getmetatable(opts) == pipeline.Pipeline then util.fail("gemm", "build takes the plan's options (it makes the maps on the buffers), not a plan") end
+  q.a, q.b = b.a, b.b
+  local P = plan_of(q)
+  local m, n, k = q.m, q.n, q.k
+  local kern = M.kernel(P)
+  local cfg = M.launch_config(P, device.current(), m, n, kern)
+  cfg.stream = b.stream
+  local run = kern:prepare(cfg, P.loads[1].map, P.loads[2].map, M.c_map(P, b.c),
+                           b.c, m, n, k)
+  local ref
+  local function verify()
+    if not ref then
+      ref = b.ref
+      if not ref then
+        ref = buffer.alloc(m * n * 4)
+        M.reference(b.a, b.b, ref, m, n, k)
+      end
+    end
+    local bad, worst = M.compare(b.c, ref, m * n, 1e-2, 1e-3)
+    if bad == 0 then return true end
+    return false, ("%d of %d elements off the reference (largest difference %.3g)"):format(bad, m * n, worst)
+  end
+  return { run = run, verify = verify, poison = function() b.c:fill(0xFF) end, flops = 2 * m * n * k, plan = P, kernel = kern }
 end
 
 -- The helpers of kernels-src/gemm_ref.cu, compiled once.

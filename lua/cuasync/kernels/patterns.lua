@@ -11,6 +11,7 @@ local device = require("cuasync.device")
 local rules = require("cuasync.model.launch_rules")
 local ring = require("cuasync.model.ring")
 local buffer = require("cuasync.buffer")
+local stream = require("cuasync.stream")
 local util = require("cuasync.util")
 
 local M = {}
@@ -70,14 +71,15 @@ end
 local Pattern = {}
 Pattern.__index = Pattern
 
--- patterns.kernel(name[, { stages = n, tile_bytes = n }])
-function M.kernel(name, opts)
+-- The checked options, the shared memory and the program (not compiled) of pattern `name`.
+local KERNEL_FIELDS, PROGRAM_FIELDS = { stages = true, tile_bytes = true }, { stages = true, tile_bytes = true, name = true }
+local function checked(name, opts, fields)
   util.kind("patterns", "name", name, "string")
   local spec = PATTERNS[name]
   if not spec then fail(("unknown pattern '%s' (patterns: %s)"):format(name, table.concat(M.names(), ", "))) end
   opts = opts or {}
   util.kind("patterns", "opts", opts, "table")
-  util.known_fields("patterns", opts, { stages = true, tile_bytes = true }, 2)
+  util.known_fields("patterns", opts, fields or KERNEL_FIELDS, 2)
   local o = { stages = spec.stages, tile_bytes = spec.tile_bytes }
   if opts.stages ~= nil then
     if not spec.stages then fail(("pattern '%s' has no stages to set"):format(name)) end
@@ -104,10 +106,25 @@ function M.kernel(name, opts)
   for k, v in pairs(spec.defines or {}) do defines[k] = v end
   if o.stages then defines.STAGES = o.stages end
   if o.tile_bytes then defines.TILE_BYTES = o.tile_bytes end
-  local mod = program.new{ file = spec.file, defines = defines }:compile()
-  return setmetatable({ name = name, spec = spec, stages = o.stages, tile_bytes = o.tile_bytes, smem = smem,
-                        module = mod, elem = spec.elem or "uint32_t" }, Pattern)
+  return spec, o, smem, program.new{ file = spec.file, defines = defines }
 end
+
+-- patterns.program{ name = "pipe_unified", stages = n, tile_bytes = n } -> the checked program
+-- (not compiled): what a sweep prunes and compiles with.
+function M.program(opts)
+  util.kind("patterns", "opts", opts, "table")
+  local _, _, _, prog = checked(opts.name, opts, PROGRAM_FIELDS)
+  return prog
+end
+
+local function compiled(name, opts, fields)
+  local spec, o, smem, prog = checked(name, opts, fields)
+  return setmetatable({ name = name, spec = spec, stages = o.stages, tile_bytes = o.tile_bytes, smem = smem,
+                        module = prog:compile(), elem = spec.elem or "uint32_t" }, Pattern)
+end
+
+-- patterns.kernel(name[, { stages = n, tile_bytes = n }])
+function M.kernel(name, opts) return compiled(name, opts, KERNEL_FIELDS) end
 
 function Pattern:kernel()
   self.k = self.k or self.module:kernel(self.name, "ptr, ptr, u64")
@@ -231,6 +248,30 @@ function Pattern:verify(inp, out, n, before)
     end
   end
   return nil
+end
+
+-- patterns.build({ name = ..., stages, tile_bytes }, { out = buf, inp = buf, n = n[, grid, stream] })
+--   -> { run, verify, poison, bytes }: the driver shape a sweep's build returns. bytes: read +
+-- written; verify() downloads the input and the output and checks every element.
+function M.build(opts, b)
+  util.kind("patterns", "opts", opts, "table")
+  util.kind("patterns", "buffers", b, "table")
+  util.known_fields("patterns", b, { out = true, inp = true, n = true, grid = true, stream = true }, "buffers")
+  local p = compiled(opts.name, opts, PROGRAM_FIELDS)
+  local n = b.n
+  local run = p:prepare(b.out, b.inp, n, { grid = b.grid, stream = b.stream })
+  local elems = p:out_elems(n)
+  local before
+  local function poison()
+    b.out:fill(0xA5)
+    if p.spec.op == "reduce" then before = b.out:download(p.elem, n) end
+  end
+  local function verify()
+    stream.synchronize()
+    local why = p:verify(b.inp:download(p.elem, n), b.out:download(p.elem, elems), n, before)
+    return why == nil, why
+  end
+  return { run = run, verify = verify, poison = poison, bytes = 4 * (n + elems), kernel = p }
 end
 
 return M

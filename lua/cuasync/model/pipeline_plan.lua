@@ -149,6 +149,9 @@ function M.derive(o)
   plan.full_count = 1   -- one elected producer thread arrives (with expect_tx) per stage
   plan.peer_count = #M.peers(plan, 0)
   plan.empty_count = o.roles.arrivals * plan.peer_count
+  -- the watchdog's progress words (static shared memory, 4 bytes each): the arrivals each
+  -- empty barrier received, then the stages the producer armed; the Config carries the offsets
+  plan.progress = { received = 0, armed = o.stages, words = o.stages + 1 }
   if plan.empty_count > M.MAX_ARRIVALS then
     fail(("empty barriers would expect %d arrivals, more than 2^20-1"):format(plan.empty_count))
   end
@@ -282,6 +285,8 @@ function M.header(plan)
       plan.cluster[1], plan.cluster[2], plan.cluster[3]),
     ("    static constexpr unsigned cluster_size = %du;"):format(plan.cluster_size),
     ("    static constexpr unsigned peer_count = %du;        // blocks whose copies land in a stage"):format(#peers),
+    ("    static constexpr unsigned progress_received = %du, progress_armed = %du, progress_words = %du; // watchdog words"):format(
+      plan.progress.received, plan.progress.armed, plan.progress.words),
     ("    static constexpr int loads = %d;"):format(#plan.loads),
     ("    static constexpr unsigned load_offset[%d] = %s;"):format(math.max(1, #plan.loads), arr("offset")),
     ("    static constexpr unsigned load_box_bytes[%d] = %s;"):format(math.max(1, #plan.loads), arr("bytes")),
