@@ -28,6 +28,15 @@
 #ifndef EPILOGUE
 #define EPILOGUE 1
 #endif
+#ifndef MULTICAST
+#define MULTICAST (CLUSTER > 1)   // 0 with CLUSTER = 2: each block loads its whole A tile itself
+#endif
+// A_LEADER (ablation): rank 0 issues every slice of A, multicast; the other ranks issue none.
+// TRACE (ablation): thread 128 of each block writes gemm_trace[block] = { %smid | rank << 16,
+// start and end %globaltimer, tiles } for examples/gemm_ablation.lua.
+#if defined(TRACE)
+extern "C" __device__ unsigned long long gemm_trace[1024 * 4];
+#endif
 // BK (the k-block of a stage: 64 bf16 = one 128-byte swizzle span) and CHUNK_COLS (the epilogue's
 // chunk width) come from kernels/gemm.lua, which builds the tensor maps with the same numbers.
 #if !defined(BK) || !defined(CHUNK_COLS)
@@ -42,9 +51,11 @@ constexpr int CONSUMERS = BM / 64;   // consumer warpgroups
 static_assert(BM % 64 == 0 && (BN == 64 || BN == 128 || BN == 256), "BM a multiple of 64; BN 64, 128 or 256");
 static_assert(Plan::producer_warps == 4 && Plan::consumer_threads == 128 * CONSUMERS,
               "the plan: producer = { warps = 4 }, consumer = { warps = 4 * BM / 64 }");
-static_assert(Plan::load_box_bytes[Plan::a] * CLUSTER == BM * BK * 2 && Plan::load_box_bytes[Plan::b] == BN * BK * 2,
-              "the plan's loads are the BM x 64 A tile (in CLUSTER slices) and the BN x 64 B tile, bf16");
-static_assert(Plan::cluster_size == CLUSTER && Plan::load_slices[Plan::a] == CLUSTER, "the plan's cluster is CLUSTER along x, A multicast");
+constexpr unsigned SLICES = MULTICAST ? CLUSTER : 1;
+static_assert(Plan::load_box_bytes[Plan::a] * SLICES == BM * BK * 2 && Plan::load_box_bytes[Plan::b] == BN * BK * 2,
+              "the plan's loads are the BM x 64 A tile (in CLUSTER slices when multicast) and the BN x 64 B tile, bf16");
+static_assert(Plan::cluster_size == CLUSTER && Plan::load_slices[Plan::a] == SLICES,
+              "the plan's cluster is CLUSTER along x, A multicast when MULTICAST");
 static_assert(!EPILOGUE || Plan::scratch_bytes >= CONSUMERS * 64 * CHUNK_COLS * 4, "the TMA epilogue needs its scratch");
 // Registers: every thread starts with what __launch_bounds__(block, 1) gives (65536 / block,
 // down to a multiple of 8); the producer warpgroup drops to 40, and the consumers may take only
@@ -98,9 +109,14 @@ extern "C" __global__ void __launch_bounds__(Plan::block, 1) gemm_tma(const __gr
             for (unsigned k = 0; k < kt; ++k, st.advance()) {
                 pipe.producer_acquire(st);
                 pipe.producer_expect(st);
-#if CLUSTER > 1
+#if MULTICAST && defined(A_LEADER)
+                if (rank == 0)
+                    for (unsigned i = 0; i < SLICES; ++i)
+                        cuasync::tma::load_multicast(pipe.slice(st, Plan::a, i), &A, pipe.full_barrier(st),
+                                                     pipe.multicast_mask(Plan::a), (int)(k * BK), m0 + (int)(i * (BM / SLICES)));
+#elif MULTICAST
                 cuasync::tma::load_multicast(pipe.slice(st, Plan::a, rank), &A, pipe.full_barrier(st),
-                                             pipe.multicast_mask(Plan::a), (int)(k * BK), m0 + (int)(rank * (BM / CLUSTER)));
+                                             pipe.multicast_mask(Plan::a), (int)(k * BK), m0 + (int)(rank * (BM / SLICES)));
 #else
                 cuasync::tma::load(pipe.buffer(st, Plan::a), &A, pipe.full_barrier(st), (int)(k * BK), m0);
 #endif
@@ -115,6 +131,10 @@ extern "C" __global__ void __launch_bounds__(Plan::block, 1) gemm_tma(const __gr
     wg::setmaxnreg_inc<CONSUMER_REGS>();
     const unsigned c = group - 1u, tid = threadIdx.x % 128u;
     auto st = pipe.consumer_start();
+#if defined(TRACE)
+    const unsigned long long t_start = cuasync::watchdog::now();
+    unsigned tiles_done = 0;
+#endif
     float acc[BN / 2];
 #if EPILOGUE
     float *chunk = reinterpret_cast<float *>(pipe.scratch()) + c * 64u * CHUNK_COLS;
@@ -139,6 +159,9 @@ extern "C" __global__ void __launch_bounds__(Plan::block, 1) gemm_tma(const __gr
         }
         wg::wait_group<0>();
         pipe.consumer_release(prev);
+#if defined(TRACE)
+        ++tiles_done;
+#endif
         const unsigned row0 = m0 + 64u * c;
 #if EPILOGUE
         // 64 x 32 chunks through shared memory; the TMA store clips at the edges of C
@@ -166,6 +189,12 @@ extern "C" __global__ void __launch_bounds__(Plan::block, 1) gemm_tma(const __gr
     }
 #if EPILOGUE
     if (tid == 0) cuasync::bulk::wait_group<0>();   // every store has written C before the block exits
+#endif
+#if defined(TRACE)
+    if (threadIdx.x == 128 && blockIdx.x < 1024) {
+        unsigned long long *t = gemm_trace + 4 * blockIdx.x;
+        t[0] = cuasync::sm_id() | (rank << 16); t[1] = t_start; t[2] = cuasync::watchdog::now(); t[3] = tiles_done;
+    }
 #endif
     (void)C;
 }

@@ -1,11 +1,15 @@
-// pipeline_multicast.cu — a cuasync.pipeline plan with a cluster along x and its load multicast:
-// every block of a cluster needs the same tile (BOX_Y rows of a BOX_X-wide matrix); block r loads
-// slice r of it (the map's box: BOX_Y / cluster rows) and multicasts it, so each block's stage
-// receives the whole tile. Block r's consumers copy the tile to out + r * plane; they release
-// the stage in every block whose copies land here; the producer waits out its peers at the end
-// (producer_tail). Clusters take tiles round-robin. HANG = 5 plants a fault for the watchdog specs.
+// pipeline_multicast.cu — a cuasync.pipeline plan with a cluster (any shape) and its load
+// multicast along one dimension: every block of a cluster needs the same tile (BOX_Y rows of a
+// BOX_X-wide matrix); along its multicast line, block i loads slice i of it (the map's box:
+// BOX_Y / slices rows) and multicasts it to the line, so each block's stage receives the whole
+// tile. Block r's consumers copy the tile to out + r * plane (r: its cluster rank); they release
+// the stage in every block whose copies land here, in the plan's release form (warpgroup: each
+// consumer warpgroup syncs first, its reads being ordinary loads); the producer waits out its
+// peers at the end (producer_tail). Clusters take tiles round-robin (the grid's clusters counted
+// over x, y, z). HANG = 5 plants a fault for the watchdog specs.
 #include <cuasync/pipelines/mc.cuh>
 #include <cuasync/tma.cuh>
+#include <cuasync/warpgroup.cuh>
 
 typedef cuasync::pipelines::mc Plan;
 
@@ -14,7 +18,8 @@ extern "C" __global__ void __launch_bounds__(Plan::block) pipeline_multicast(con
 {
     cuasync::pipeline<Plan> pipe;
     pipe.init();
-    const unsigned cid = cuasync::cluster::id().x, clusters = cuasync::cluster::count().x;
+    const cuasync::cluster::dim id = cuasync::cluster::id(), count = cuasync::cluster::count();
+    const unsigned cid = id.x + count.x * (id.y + count.y * id.z), clusters = count.x * count.y * count.z;
     const unsigned n = cid < tiles ? (tiles - cid + clusters - 1) / clusters : 0u;
     const unsigned slice_rows = BOX_Y / Plan::load_slices[Plan::a];
     if (pipe.is_producer_thread()) {
@@ -47,6 +52,7 @@ extern "C" __global__ void __launch_bounds__(Plan::block) pipeline_multicast(con
                 continue;
             }
 #endif
+            if (Plan::release == 2) cuasync::warpgroup::sync(1u + pipe.consumer_index() / 128u);
             pipe.consumer_release(st);
         }
     }

@@ -114,7 +114,7 @@ describe("pipeline plan", function()
     assert.truthy(e:find("pipeline 'main': 4 stages, partitioned: 1 warp produce", 1, true), e)
     assert.truthy(e:find("load A: tensormap f16 box {64, 64} x 2 B = 8192 B per box", 1, true), e)
     assert.truthy(e:find("tx per stage: 8192 + 16384 = 24576 B", 1, true), e)
-    assert.truthy(e:find("empty: 4 arrivals (one elected lane of each of 4 consumer warps)", 1, true), e)
+    assert.truthy(e:find('empty: 4 arrivals (release = "warp": one lane of each of 4 consumer warps)', 1, true), e)
   end)
 
   it("checks the plan against a device, naming the limit and the excess", function()
@@ -194,6 +194,57 @@ describe("pipeline plan", function()
     assert.same({ grid = 4, block = 160, smem = P.smem_bytes }, P:launch_config{ grid = 4 })
     local PC = plan{ cluster = { 2, 1, 1 }, multicast = { A = "x" } }
     assert.same({ 2, 1, 1 }, PC:launch_config{ grid = 4 }.cluster)
+  end)
+end)
+
+describe("pipeline release forms", function()
+  local function mc(cl, dim, release, prod, cons)
+    local box = { 64, 64 / cl[dim == "x" and 1 or 2] }
+    return cuasync.pipeline{ stages = 3, loads = { { map = plan_map{ dtype = "f16", dims = { 4096, 4096 }, box = box, swizzle = "128B" }, name = "A" } },
+                             multicast = { A = dim }, cluster = cl, producer = prod or { warps = 4 },
+                             consumer = cons or { warps = 8 }, release = release }
+  end
+
+  it("derives the empty count from the form: per thread, per warp, per warpgroup, times the peer blocks", function()
+    assert.same({ 256 * 2, 8 * 2, 2 * 2 }, { mc({ 2, 1, 1 }, "x", "thread").empty_count, mc({ 2, 1, 1 }, "x", "warp").empty_count,
+                                            mc({ 2, 1, 1 }, "x", "warpgroup").empty_count })
+    assert.equal(2 * 4, mc({ 4, 1, 1 }, "x", "warpgroup").empty_count)
+    assert.equal(2 * 2, mc({ 2, 2, 1 }, "y", "warpgroup").empty_count)   -- the line along y: 2 blocks
+    assert.equal("warp", mc({ 2, 1, 1 }, "x").roles.release)            -- warps: warp by default
+    assert.equal("thread", plan{ consumer = { threads = 64 } }.roles.release)
+    local P = mc({ 2, 1, 1 }, "x", "warpgroup")
+    assert.truthy(P:header():find("static constexpr int release = 2;", 1, true))
+    assert.truthy(P:header():find("static constexpr unsigned empty_count = 4u;", 1, true))
+    local e = P:explain()
+    assert.truthy(e:find('empty: 4 arrivals (release = "warpgroup": one lane of each of 2 consumer warpgroups', 1, true), e)
+    assert.truthy(e:find("from each of the 2 blocks whose copies land here (lane k of the releasing warpgroup's warps arrives on the k-th of them, in parallel)", 1, true), e)
+  end)
+
+  it("refuses a release form the roles cannot serve, naming the rule", function()
+    assert.error_matches(function() plan{ release = "block" } end, 'release must be "thread", "warp" or "warpgroup" %(got "block"%)')
+    assert.error_matches(function() plan{ consumer = { threads = 64 }, release = "warp" } end,
+      'release = "warp" needs consumer = { warps = n }')
+    assert.error_matches(function() plan{ producer = { warps = 4 }, consumer = { warps = 6 }, release = "warpgroup" } end,
+      "needs consumer warps in whole warpgroups %(a multiple of 4; got 6%)")
+    assert.error_matches(function() plan{ producer = { warps = 1 }, consumer = { warps = 4 }, release = "warpgroup" } end,
+      "needs producer warps in whole warpgroups %(a multiple of 4; got 1%)")
+    assert.has_no.errors(function() plan{ producer = "all", consumer = { warps = 4 }, release = "warpgroup" } end)
+  end)
+
+  it("runs each form through the protocol checker, clusters of 2 and 4 along x and y, and finds a missing arrival", function()
+    local n = 0
+    for _, shape in ipairs({ { { 2, 1, 1 }, "x" }, { { 4, 1, 1 }, "x" }, { { 1, 2, 1 }, "y" }, { { 2, 2, 1 }, "y" } }) do
+      for _, release in ipairs({ "thread", "warp", "warpgroup" }) do
+        local P = mc(shape[1], shape[2], release, { warps = 4 }, release == "thread" and { threads = 8 } or { warps = 8 })
+        local r = P:simulate{ iterations = 7, seed = n + 1, runs = 3 }
+        assert.is_true(r.ok, release .. ": " .. tostring(r))
+        local bad = P:mutate{ consumer_arrivals = P.roles.arrivals - 1 }:simulate{ iterations = 7, seed = 2, runs = 3 }
+        assert.is_false(bad.ok, release)
+        assert.equal("empty", bad.which, release .. ": " .. tostring(bad))
+        n = n + 1
+      end
+    end
+    assert.equal(12, n)
   end)
 end)
 
@@ -397,28 +448,43 @@ describe("pipeline kernels", function()
     src:close(); dst:close()
   end)
 
-  gpu_it("multicasts a tile to both blocks of a cluster (pipeline<Config> with peers and producer_tail)", function()
+  gpu_it("multicasts a tile to every block of a cluster, each release form, clusters of 2 and 4 along x and y", function()
     local MBX, MBY, TILES = 64, 32, 40
     local rows = MBY * TILES
     local src, host = H.random_words(MBX * rows)
     local plane = MBX * rows
-    local dst = cuasync.alloc(plane * 4 * 2)
-    local tm = cuasync.tensormap{ buffer = src, dtype = "f32", dims = { MBX, rows }, box = { MBX, MBY / 2 } }
-    for _, stages in ipairs({ 1, 2, 4 }) do
-      local P = cuasync.pipeline{ name = "mc", stages = stages, loads = { { map = tm, name = "a" } }, multicast = { a = "x" },
-                                  cluster = { 2, 1, 1 }, producer = { warps = 1 }, consumer = { warps = 2 } }
-      assert.equal(MBX * MBY * 4, P.tx_bytes)
-      local k = P:program{ file = "pipeline_multicast.cu", defines = { BOX_X = MBX, BOX_Y = MBY } }:compile():kernel(
-        "pipeline_multicast", "tensormap, ptr, u32, u64")
-      for _, clusters in ipairs({ 3, TILES + 2 }) do
-        dst:fill(0xA5)
-        k:launch(P:launch_config{ grid = 2 * clusters }, tm, dst, TILES, plane)
-        cuasync.synchronize()
-        local got = dst:download("uint32_t", plane * 2)
-        assert.equal(0, ffi.C.memcmp(got, host, plane * 4), ("block 0, stages %d"):format(stages))
-        assert.equal(0, ffi.C.memcmp(got + plane, host, plane * 4), ("block 1, stages %d"):format(stages))
+    local dst = cuasync.alloc(plane * 4 * 4)
+    local ROLES = { thread = { { warps = 1 }, { threads = 64 } }, warp = { { warps = 1 }, { warps = 2 } },
+                    warpgroup = { { warps = 4 }, { warps = 8 } } }
+    local runs = 0
+    for _, shape in ipairs({ { { 2, 1, 1 }, "x" }, { { 4, 1, 1 }, "x" }, { { 1, 2, 1 }, "y" }, { { 2, 2, 1 }, "y" } }) do
+      local cl, dim = shape[1], shape[2]
+      local size = cl[1] * cl[2]
+      local tm = cuasync.tensormap{ buffer = src, dtype = "f32", dims = { MBX, rows }, box = { MBX, MBY / cl[dim == "x" and 1 or 2] } }
+      for _, release in ipairs({ "thread", "warp", "warpgroup" }) do
+        for _, stages in ipairs({ 1, 3 }) do
+          local P = cuasync.pipeline{ name = "mc", stages = stages, loads = { { map = tm, name = "a" } }, multicast = { a = dim },
+                                      cluster = cl, producer = ROLES[release][1], consumer = ROLES[release][2], release = release }
+          assert.equal(MBX * MBY * 4, P.tx_bytes)
+          local k = P:program{ file = "pipeline_multicast.cu", defines = { BOX_X = MBX, BOX_Y = MBY } }:compile():kernel(
+            "pipeline_multicast", "tensormap, ptr, u32, u64")
+          for _, clusters in ipairs({ 3, TILES + 2 }) do
+            local label = ("cluster {%d,%d,%d} multicast %s, release %s, %d stages, %d clusters"):format(cl[1], cl[2], cl[3],
+              dim, release, stages, clusters)
+            dst:fill(0xA5)
+            k:launch(P:launch_config{ grid = { cl[1] * clusters, cl[2], 1 } }, tm, dst, TILES, plane)
+            cuasync.synchronize()
+            local got = dst:download("uint32_t", plane * 4)
+            for r = 0, size - 1 do
+              assert.equal(0, ffi.C.memcmp(got + r * plane, host, plane * 4), ("%s: block rank %d"):format(label, r))
+            end
+            for r = size, 3 do assert.equal(0xA5A5A5A5, got[r * plane], label .. ": wrote past the cluster's planes") end
+            runs = runs + 1
+          end
+        end
       end
     end
+    assert.equal(48, runs)
     src:close(); dst:close()
   end)
 end)

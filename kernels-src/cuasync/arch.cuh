@@ -31,4 +31,13 @@ __device__ __forceinline__ unsigned smem_addr(const void *p)
     return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }
 
+// mov.u32 r, %smid;                                                      // PTX ISA 1.3, sm_10
+// The SM this thread runs on (for traces: which SMs a grid's blocks landed on).
+__device__ __forceinline__ unsigned sm_id()
+{
+    unsigned r;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(r));
+    return r;
+}
+
 } // namespace cuasync

@@ -155,6 +155,18 @@ __device__ __forceinline__ void arrive_cluster(mbarrier_t *bar, unsigned cta_ran
                  :: "r"(smem_addr(bar)), "r"(cta_rank) : "memory");
 }
 
+// mapa.shared::cluster.u32 remote, addr, rank;
+// mbarrier.arrive.release.cta.shared::cluster.b64 _, [remote];          // PTX ISA 8.0, sm_90
+// The same arrive with release at CTA scope (PTX's default scope; the form CUTLASS's
+// ClusterBarrier::arrive(cta_id) issues). For the ablation of examples/gemm_ablation.lua.
+__device__ __forceinline__ void arrive_cluster_cta(mbarrier_t *bar, unsigned cta_rank)
+{
+    asm volatile("{\n\t.reg .b32 remote;\n\t"
+                 "mapa.shared::cluster.u32 remote, %0, %1;\n\t"
+                 "mbarrier.arrive.release.cta.shared::cluster.b64 _, [remote];\n\t}"
+                 :: "r"(smem_addr(bar)), "r"(cta_rank) : "memory");
+}
+
 // fence.mbarrier_init.release.cluster;                                 // PTX ISA 8.0, sm_90
 // Makes the inits above visible to the async proxy (bulk copies complete_tx on them) and to the
 // cluster. Call once after the inits, before any thread or copy uses the barriers.
@@ -200,6 +212,7 @@ CUASYNC_REFUSE("", expect_tx, CUASYNC_SM90)
 CUASYNC_REFUSE("", complete_tx, CUASYNC_SM90)
 CUASYNC_REFUSE("", try_wait, CUASYNC_SM90)
 CUASYNC_REFUSE("", arrive_cluster, CUASYNC_SM90)
+CUASYNC_REFUSE("", arrive_cluster_cta, CUASYNC_SM90)
 CUASYNC_REFUSE("", fence_init, CUASYNC_SM90)
 CUASYNC_REFUSE("", arrive_expect_tx, CUASYNC_SM90)
 CUASYNC_REFUSE("", try_wait_parity, CUASYNC_SM90)

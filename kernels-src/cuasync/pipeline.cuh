@@ -254,27 +254,41 @@ struct pipeline {
         mbarrier::wait_parity(full(st.index), st.phase, site(full(st.index), st, 2u));
     }
 
-    // Consumer threads: done reading the stage at st. One elected lane per warp arrives (every
-    // thread, with consumer = { threads = n }), on this block's empty barrier and on that of every
-    // block whose copies land here.
+    // Consumer threads: done reading the stage at st; every consumer thread calls it. The plan's
+    // release form says who arrives on the empty barrier of this block and of every block whose
+    // copies land here (its peers): release = thread: every thread, on each peer in turn; warp:
+    // lane k of each warp on the k-th peer (lanes in parallel, after __syncwarp); warpgroup:
+    // lane j of warp w of each warpgroup on peer 4 j + w (warps in parallel; the warpgroup must
+    // be done with the stage, as after wgmma.wait_group: a wgmma is one warpgroup operation).
     __device__ void consumer_release(const state &st) const
     {
-        if (Config::arrive_per_warp) {
+        unsigned k = 0;   // which peer this thread arrives on
+        if (Config::release == 1) {
             __syncwarp();
-            if ((threadIdx.x & 31u) != 0) return;
+            k = threadIdx.x & 31u;
+        } else if (Config::release == 2) {
+            k = 4u * (threadIdx.x & 31u) + (consumer_index() / 32u) % 4u;
         }
 #if __CUDA_ARCH__ >= 900
         if (Config::peer_count > 1) {
-            for (unsigned r = 0; r < Config::cluster_size; ++r)
-                if (is_peer(r)) {
-#ifdef CUASYNC_WATCHDOG
-                    cluster::red_add_u32(cluster::map_shared_addr(progress() + Config::progress_received + st.index, r), 1u);
+#ifdef CUASYNC_SERIAL_RELEASE
+            // the form before the release forms, kept for the ablation (examples/gemm_ablation.lua):
+            // lane 0 of each warp arrives on every peer in turn
+            if (Config::release == 1) {
+                if (k != 0) return;
+                for (unsigned j = 0; j < Config::peer_count; ++j) release_on(st, peer(j));
+                return;
+            }
 #endif
-                    mbarrier::arrive_cluster(empty(st.index), r);
-                }
+            if (Config::release == 0) {
+                for (unsigned j = 0; j < Config::peer_count; ++j) release_on(st, peer(j));
+            } else if (k < Config::peer_count) {
+                release_on(st, peer(k));
+            }
             return;
         }
 #endif
+        if (k != 0) return;
 #ifdef CUASYNC_WATCHDOG
         atomicAdd(progress() + Config::progress_received + st.index, 1u);
 #endif
@@ -297,6 +311,26 @@ private:
         for (int l = 0; l < Config::loads; ++l)
             if (Config::load_multicast[l] != 0 && same_line(r, Config::load_multicast[l])) return true;
         return false;
+    }
+    // The cluster rank of this block's k-th peer (in rank order, this block among them).
+    __device__ static unsigned peer(unsigned k)
+    {
+        unsigned r = 0;
+        for (; r < Config::cluster_size; ++r)
+            if (is_peer(r) && k-- == 0) break;
+        return r;
+    }
+    // One arrival on peer r's empty barrier of the stage at st (and its progress word).
+    __device__ void release_on(const state &st, unsigned r) const
+    {
+#ifdef CUASYNC_WATCHDOG
+        cluster::red_add_u32(cluster::map_shared_addr(progress() + Config::progress_received + st.index, r), 1u);
+#endif
+#ifdef CUASYNC_RELEASE_CTA
+        mbarrier::arrive_cluster_cta(empty(st.index), r);
+#else
+        mbarrier::arrive_cluster(empty(st.index), r);
+#endif
     }
 #endif
 };

@@ -24,7 +24,7 @@ local Pipeline = {}
 Pipeline.__index = Pipeline
 
 local FIELDS = { name = true, stages = true, loads = true, stage_bytes = true, producer = true, consumer = true,
-                 cluster = true, multicast = true, scratch = true }
+                 cluster = true, multicast = true, scratch = true, release = true }
 local LOAD_FIELDS = { map = true, name = true, boxes = true }
 
 local function fail(msg) util.fail("pipeline", msg) end
@@ -137,7 +137,7 @@ function M.new(spec)
   end
   local stages = util.int_in("pipeline", "stages", spec.stages, 1, plans.MAX_STAGES)
   local loads = loads_of(spec)
-  local roles = plans.roles(spec.producer, spec.consumer)
+  local roles = plans.roles(spec.producer, spec.consumer, spec.release)
   local cluster, size = plans.cluster(spec.cluster)
   multicast_of(spec, loads, cluster)
   local scratch = util.int_in("pipeline", "scratch", spec.scratch or 0, 0, 2 ^ 20)

@@ -43,10 +43,19 @@ local function map(buf, rows, k, box_rows)
 end
 
 M.CHUNK_COLS = 32   -- the TMA epilogue's 64 x 32 f32 chunks (kernels-src/gemm_tma.cu)
+M.RELEASE = "warp"  -- the consumers' release form unless a plan names one
 
--- gemm.plan{ stages, bm, bn | tile = "BMxBN", m, n, k[, a, b, cluster, epilogue] }: the pipeline:
--- loads A (in `cluster` multicast slices) and B tiles; one producer warpgroup; bm / 64 consumer
--- warpgroups; the TMA epilogue's scratch.
+-- gemm.plan{ stages, bm, bn | tile = "BMxBN", m, n, k[, a, b, cluster, epilogue, release, multicast,
+-- ablate] }: the pipeline: loads A (in `cluster` multicast slices) and B tiles; one producer
+-- warpgroup; bm / 64 consumer warpgroups; the TMA epilogue's scratch.
+--   release: the pipeline's release form ("warpgroup" | "warp"; see cuasync.pipeline).
+--   multicast = false with cluster = 2: each block loads its whole A tile (no multicast): the
+--     cluster's scheduling without the sharing, a rung of the ablation.
+--   ablate = { serial_release, release_cta, a_leader, trace }: compile-time switches measured by
+--     examples/gemm_ablation.lua (the release loop before the release forms; the remote arrive's
+--     release at CTA scope; rank 0 issues every slice of A; a per-block timing trace).
+M.ABLATE = { serial_release = "CUASYNC_SERIAL_RELEASE", release_cta = "CUASYNC_RELEASE_CTA", a_leader = "A_LEADER",
+             trace = "TRACE" }
 function M.plan(o)
   util.kind("gemm", "argument", o, "table")
   if o.tile ~= nil then
@@ -65,13 +74,22 @@ function M.plan(o)
   if epilogue == "tma" and o.n % 4 ~= 0 then
     util.fail("gemm", ('epilogue "tma" needs n a multiple of 4 (a TMA store writes whole 16-byte units of a row; n = %d): use epilogue = "direct"'):format(o.n))
   end
+  local multicast = o.multicast
+  if multicast == nil then multicast = cluster > 1 end
+  if type(multicast) ~= "boolean" then util.fail("gemm", ("multicast must be true or false (got %s)"):format(util.describe(multicast))) end
+  if multicast and cluster == 1 then util.fail("gemm", "multicast = true needs cluster = 2 (the A tile is shared by the cluster's blocks)") end
+  local ablate = o.ablate or {}
+  util.kind("gemm", "ablate", ablate, "table")
+  util.known_fields("gemm", ablate, M.ABLATE, "ablate")
   local consumers = o.bm / 64
+  local slices = multicast and cluster or 1
   local P = pipeline.new{ name = "gemm", stages = o.stages,
-    loads = { { map = map(o.a, o.m, o.k, o.bm / cluster), name = "a" }, { map = map(o.b, o.n, o.k, o.bn), name = "b" } },
-    multicast = cluster > 1 and { a = "x" } or nil, cluster = cluster > 1 and { cluster, 1, 1 } or nil,
-    producer = { warps = 4 }, consumer = { warps = 4 * consumers },
+    loads = { { map = map(o.a, o.m, o.k, o.bm / slices), name = "a" }, { map = map(o.b, o.n, o.k, o.bn), name = "b" } },
+    multicast = multicast and { a = "x" } or nil, cluster = cluster > 1 and { cluster, 1, 1 } or nil,
+    producer = { warps = 4 }, consumer = { warps = 4 * consumers }, release = o.release or M.RELEASE,
     scratch = epilogue == "tma" and consumers * 64 * M.CHUNK_COLS * 4 or nil }
   P.bm, P.bn, P.cluster_blocks, P.epilogue, P.m, P.n = o.bm, o.bn, cluster, epilogue, o.m, o.n
+  P.multicast, P.ablate = multicast, ablate
   return P
 end
 
@@ -90,12 +108,16 @@ function M.program(P, opts)
   for k, v in pairs(opts or {}) do spec[k] = v end
   spec.file = "gemm_tma.cu"
   spec.defines = { BM = P.bm, BN = P.bn, CLUSTER = P.cluster_blocks, EPILOGUE = P.epilogue == "tma" and 1 or 0,
-                   BK = M.BK, CHUNK_COLS = M.CHUNK_COLS }
+                   MULTICAST = P.multicast and 1 or 0, BK = M.BK, CHUNK_COLS = M.CHUNK_COLS }
+  for k, v in pairs(P.ablate or {}) do
+    if v then spec.defines[M.ABLATE[k]] = 1 end
+  end
   return P:program(spec)
 end
 
-function M.kernel(P)
-  return M.program(P):compile():kernel("gemm_tma", "tensormap, tensormap, tensormap, ptr, u32, u32, u32")
+-- gemm.kernel(P[, program fields]): compiled; the fields as gemm.program's (watchdog = false, ...).
+function M.kernel(P, fields)
+  return M.program(P, fields):compile():kernel("gemm_tma", "tensormap, tensormap, tensormap, ptr, u32, u32, u32")
 end
 
 -- The map the TMA epilogue stores C through (m x n f32, boxes of 32 x 64); for the direct
@@ -141,7 +163,7 @@ function M.descriptor(address, lbo, sbo, swizzle)
   return hi % 2 ^ 32, lo % 2 ^ 32
 end
 
--- gemm.build(plan options | P, { a = buf, b = buf, c = buf[, ref = buf] }) -> { run, verify,
+-- gemm.build(plan options (and watchdog = false | {...}), { a = buf, b = buf, c = buf[, ref = buf] }) -> { run, verify,
 -- poison, flops }: the driver shape a sweep's build returns. The options name m, n, k and the
 -- tile (bm, bn or tile = "BMxBN"), stages, cluster, epilogue; the plan's maps are made on a, b.
 -- verify() compares c with the reference GEMM (|got - want| <= 1e-2 + 1e-3 |want|): ref when given
@@ -155,7 +177,7 @@ function M.build(opts, b)
   q.a, q.b = b.a, b.b
   local P = plan_of(q)
   local m, n, k = q.m, q.n, q.k
-  local kern = M.kernel(P)
+  local kern = M.kernel(P, q.watchdog ~= nil and { watchdog = q.watchdog } or nil)
   local cfg = M.launch_config(P, device.current(), m, n, kern)
   cfg.stream = b.stream
   local run = kern:prepare(cfg, P.loads[1].map, P.loads[2].map, M.c_map(P, b.c),
@@ -173,7 +195,8 @@ function M.build(opts, b)
     if bad == 0 then return true end
     return false, ("%d of %d elements off the reference (largest difference %.3g)"):format(bad, m * n, worst)
   end
-  return { run = run, verify = verify, poison = function() b.c:fill(0xFF) end, flops = 2 * m * n * k, plan = P, kernel = kern }
+  return { run = run, verify = verify, poison = function() b.c:fill(0xFF) end, flops = 2 * m * n * k, plan = P, kernel = kern,
+           config = cfg }
 end
 
 -- The helpers of kernels-src/gemm_ref.cu, compiled once.

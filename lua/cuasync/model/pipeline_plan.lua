@@ -23,8 +23,14 @@ M.DIMS = { x = 1, y = 2, z = 3 }
 local function fail(msg) util.fail("pipeline", msg) end
 local round_up = ring.round_up
 
--- Role shapes: producer = "all" | { warps = n }; consumer = { warps = n } | { threads = n }.
-function M.roles(producer, consumer)
+-- How consumers release a stage (arrive on empty): the arrivals each block's empty barrier
+-- expects from each block whose copies land there, per form.
+M.RELEASES = { thread = "every consumer thread arrives", warp = "one lane of each consumer warp arrives",
+               warpgroup = "one lane of each consumer warpgroup (4 warps) arrives" }
+
+-- Role shapes: producer = "all" | { warps = n }; consumer = { warps = n } | { threads = n };
+-- release = "thread" | "warp" | "warpgroup" (default: warp for consumer warps, thread for threads).
+function M.roles(producer, consumer, release)
   local r = {}
   if producer == "all" then
     r.unified, r.producer_warps = true, 0
@@ -46,12 +52,27 @@ function M.roles(producer, consumer)
   if consumer.warps ~= nil then
     r.consumer_warps = util.int_in("pipeline", "consumer.warps", consumer.warps, 1, 32)
     r.consumer_threads = 32 * r.consumer_warps
-    r.arrivals, r.arrive_by = r.consumer_warps, "warp"
   else
     r.consumer_threads = util.int_in("pipeline", "consumer.threads", consumer.threads, 1, 1024)
     r.consumer_warps = math.ceil(r.consumer_threads / 32)
-    r.arrivals, r.arrive_by = r.consumer_threads, "thread"
   end
+  release = release == nil and (consumer.warps and "warp" or "thread") or release
+  if type(release) ~= "string" or not M.RELEASES[release] then
+    fail(('release must be "thread", "warp" or "warpgroup" (got %s)'):format(util.describe(release)))
+  end
+  if release ~= "thread" and consumer.warps == nil then
+    fail(('release = "%s" needs consumer = { warps = n }: with consumer = { threads = n } every thread releases (release = "thread")'):format(release))
+  end
+  if release == "warpgroup" and r.consumer_warps % 4 ~= 0 then
+    fail(('release = "warpgroup" needs consumer warps in whole warpgroups (a multiple of 4; got %d)'):format(r.consumer_warps))
+  end
+  if release == "warpgroup" and not r.unified and r.producer_warps % 4 ~= 0 then
+    fail(('release = "warpgroup" needs producer warps in whole warpgroups (a multiple of 4; got %d), so that consumer warpgroups are aligned'):format(
+      r.producer_warps))
+  end
+  r.release = release
+  r.arrive_by = release   -- (the post-mortem's name for it)
+  r.arrivals = release == "thread" and r.consumer_threads or release == "warp" and r.consumer_warps or r.consumer_warps / 4
   r.block = r.unified and r.consumer_threads or 32 * (r.producer_warps + r.consumer_warps)
   if r.block > 1024 then
     fail(("the roles need %d threads per block (%d producer warp%s + %d consumer threads rounded to warps), more than 1024"):format(
@@ -208,7 +229,7 @@ function M.explain(plan)
   local roles = r.unified
     and ("unified: all %d threads consume, thread 0 also issues the copies"):format(r.block)
     or ("partitioned: %s produce (one elected thread issues the copies), %s consume = %d threads"):format(
-         plural(r.producer_warps, "warp"), r.arrive_by == "warp" and plural(r.consumer_warps, "warp")
+         plural(r.producer_warps, "warp"), r.release ~= "thread" and plural(r.consumer_warps, "warp")
          or plural(r.consumer_threads, "thread"), r.block)
   out[#out + 1] = ("pipeline '%s': %s, %s"):format(plan.name, plural(plan.stages, "stage"), roles)
   if plan.cluster_size > 1 then
@@ -243,9 +264,12 @@ function M.explain(plan)
   end
   out[#out + 1] = ("  full: %d arrival (the producer's arrive.expect_tx) + %d tx bytes; empty: %d arrivals (%s%s)"):format(
     plan.full_count, plan.tx_bytes, plan.empty_count,
-    r.arrive_by == "warp" and ("one elected lane of each of %d consumer warps"):format(r.consumer_warps)
-      or ("each of %d consumer threads"):format(r.consumer_threads),
-    plan.peer_count > 1 and (", from each of the %d blocks whose copies land here"):format(plan.peer_count) or "")
+    r.release == "warp" and ("release = \"warp\": one lane of each of %d consumer warps"):format(r.consumer_warps)
+      or r.release == "warpgroup" and ("release = \"warpgroup\": one lane of each of %d consumer warpgroups; a warpgroup releases when its warps are done with the stage, as after wgmma.wait_group"):format(r.consumer_warps / 4)
+      or ("release = \"thread\": each of %d consumer threads"):format(r.consumer_threads),
+    plan.peer_count > 1 and (", from each of the %d blocks whose copies land here (%s)"):format(plan.peer_count,
+      r.release == "thread" and "each thread arrives on every one of them"
+      or ("lane k of the releasing %s arrives on the k-th of them, in parallel"):format(r.release == "warp" and "warp" or "warpgroup's warps")) or "")
   return table.concat(out, "\n")
 end
 
@@ -278,7 +302,8 @@ function M.header(plan)
     ("    static constexpr bool unified = %s;"):format(r.unified and "true" or "false"),
     ("    static constexpr unsigned producer_warps = %du;"):format(r.producer_warps),
     ("    static constexpr unsigned consumer_threads = %du;"):format(r.consumer_threads),
-    ("    static constexpr bool arrive_per_warp = %s;"):format(r.arrive_by == "warp" and "true" or "false"),
+    ("    static constexpr int release = %d;               // %s: 0 thread, 1 warp, 2 warpgroup"):format(
+      r.release == "thread" and 0 or r.release == "warp" and 1 or 2, r.release),
     ("    static constexpr unsigned full_count = %du;"):format(plan.full_count),
     ("    static constexpr unsigned empty_count = %du;"):format(plan.empty_count),
     ("    static constexpr unsigned cluster_x = %du, cluster_y = %du, cluster_z = %du;"):format(
