@@ -59,7 +59,7 @@ test: deps all
 	$(BUSTED) -o TAP spec | tee build/test.tap || rc=$$?; \
 	awk -f .ci/tap-summary.awk build/test.tap; exit $$rc
 
-# The main job: the pipeline-depth sweep of the flagship pipeline kernel (24 variants); its table,
+# The main job: the pipeline-depth sweep of the flagship pipeline kernel (48 variants); its table,
 # chart, CSV, JSON and plot go to build/.
 run: deps all
 	$(LUA) examples/pipeline_tma.lua --out build

@@ -9,8 +9,9 @@
 --                        (the release before the release forms)
 --          c2_warp       multicast; release = "warp": lane k of each warp arrives on block k
 --          c2_wg         multicast; release = "warpgroup": one arrival per warpgroup per block
---          c2_wg_cta     c2_wg with the remote arrive's release at CTA scope (CUTLASS's form)
 --          c2_wg_leader  c2_wg, rank 0 issues both slices of A
+--          *_cl          the remote arrive's release at cluster scope (pipeline.cuh's form
+--                        before the ablation; the default is CTA scope, CUTLASS's form)
 --          *_nowd        the same without the watchdog
 --   luajit examples/gemm_ablation.lua [--m 8192] [--n 8192] [--k 8192] [--stages 4]
 --                                     [--tiles 128x256,256x128] [--rungs c1,c2_own,...] [--trace c1,c2_wg]
@@ -25,11 +26,15 @@ local RUNGS = {
   c2_serial = { cluster = 2, release = "warp", ablate = { serial_release = true } },
   c2_warp = { cluster = 2, release = "warp" },
   c2_wg = { cluster = 2, release = "warpgroup" },
-  c2_wg_cta = { cluster = 2, release = "warpgroup", ablate = { release_cta = true } },
   c2_wg_leader = { cluster = 2, release = "warpgroup", ablate = { a_leader = true } },
 }
-local ORDER = { "c1", "c2_own", "c2_serial", "c2_warp", "c2_wg", "c2_wg_cta", "c2_wg_leader" }
-for _, name in ipairs(ORDER) do
+for _, name in ipairs({ "c2_serial", "c2_warp", "c2_wg" }) do
+  local r = {}
+  for k, v in pairs(RUNGS[name]) do r[k] = v end
+  r.ablate = { serial_release = name == "c2_serial" or nil, release_cluster = true }
+  RUNGS[name .. "_cl"] = r
+end
+for _, name in ipairs({ "c1", "c2_own", "c2_serial", "c2_warp", "c2_wg", "c2_wg_leader", "c2_serial_cl", "c2_warp_cl", "c2_wg_cl" }) do
   local r = {}
   for k, v in pairs(RUNGS[name]) do r[k] = v end
   r.watchdog = false
@@ -37,9 +42,10 @@ for _, name in ipairs(ORDER) do
 end
 
 local o = dofile(dir .. "/_args.lua")({ m = 8192, n = 8192, k = 8192, stages = 4, tiles = "128x256,256x128",
-  rungs = "c1,c2_own,c2_serial,c2_warp,c2_wg,c2_wg_cta,c2_wg_leader,c1_nowd,c2_serial_nowd", trace = "c1,c2_serial,c2_wg",
+  rungs = "c1,c2_own,c2_serial_cl,c2_warp_cl,c2_wg_cl,c2_serial,c2_warp,c2_wg,c2_wg_leader,c1_nowd,c2_own_nowd,c2_wg_nowd",
+  trace = "c1,c2_own,c2_wg", raster = 1,
   rounds = 5, reps = 10 },
-  "gemm_ablation.lua [--m N] [--n N] [--k N] [--stages N] [--tiles 128x256,...] [--rungs c1,c2_own,...] [--trace c1,...]")
+  "gemm_ablation.lua [--m N] [--n N] [--k N] [--stages N] [--raster N] [--tiles 128x256,...] [--rungs c1,c2_own,...] [--trace c1,...]")
 local m, n, k = o.m, o.n, o.k
 local function list(s)
   local t = {}
@@ -63,7 +69,7 @@ local function data()
   return d
 end
 local function opts(p, extra)
-  local q = { stages = o.stages, tile = p.tile, m = m, n = n, k = k, epilogue = "tma" }
+  local q = { stages = o.stages, tile = p.tile, m = m, n = n, k = k, epilogue = "tma", raster = o.raster }
   for key, v in pairs(RUNGS[p.rung]) do q[key] = v end
   if extra then
     local a = {}

@@ -1,12 +1,15 @@
 -- pipeline_tma.lua: the pipeline-depth sweep of a 2D TMA copy built from cuasync.pipeline
 -- (kernels-src/pipeline_tma.cu holds no byte count or smem offset): stages x box rows x consumer
--- warps, each verified on fresh data, GB/s beside cuMemcpyDtoD in interleaved rounds. `make run`.
---   luajit examples/pipeline_tma.lua [--stages 1,2,3,4,6,8] [--rows 32,64] [--warps 2,4] [--out build]
+-- warps x bytes in flight per SM (0: as many blocks as fit, up to 4; n: blocks per SM cut so
+-- that their stages hold about n bytes, as examples/tma_copy.lua sizes its grid), each verified
+-- on fresh data, GB/s beside cuMemcpyDtoD in interleaved rounds. `make run`.
+--   luajit examples/pipeline_tma.lua [--stages 1,2,3,4,6,8] [--rows 32,64] [--warps 2,4] [--inflight 0,40960]
+--                                    [--out build]
 local dir = arg[0]:match("^(.*)/[^/]*$") or "."
 dofile(dir .. "/_path.lua")
 local cuasync = require("cuasync")
-local o = dofile(dir .. "/_args.lua")({ width = 16384, height = 8192, stages = "1,2,3,4,6,8", rows = "32,64", warps = "2,4",
-  rounds = 5, reps = 10, out = "", gpus = "0" }, "pipeline_tma.lua [--stages 2,4] [--rows 32,64] [--warps 2,4] [--width N] [--height N] [--out DIR] [--gpus all|0,1]")
+local o = dofile(dir .. "/_args.lua")({ width = 16384, height = 8192, stages = "1,2,3,4,6,8", rows = "32,64", warps = "2,4", inflight = "0,40960",
+  rounds = 5, reps = 10, out = "", gpus = "0" }, "pipeline_tma.lua [--stages 2,4] [--rows 32,64] [--warps 2,4] [--inflight 0,40960] [--width N] [--height N] [--out DIR] [--gpus all|0,1]")
 local function list(s) local t = {} for x in tostring(s):gmatch("%d+") do t[#t + 1] = tonumber(x) end return t end
 local W, Hh = o.width, o.height
 local bytes = W * Hh * 4
@@ -19,12 +22,14 @@ end
 local function plan(p) return cuasync.pipeline{ name = "tma", stages = p.stages, loads = { { map = map(p.rows), name = "in" } },
   producer = { warps = 1 }, consumer = { warps = p.warps } } end
 local function program(p) return plan(p):program{ file = "pipeline_tma.cu", defines = { BOX_X = 64, BOX_Y = p.rows } } end
-local S = cuasync.sweep{ name = "pipeline_tma", params = { stages = list(o.stages), rows = list(o.rows), warps = list(o.warps) },
-  order = { "rows", "warps", "stages" }, program = program, rounds = o.rounds, reps = o.reps,
+local S = cuasync.sweep{ name = "pipeline_tma", params = { stages = list(o.stages), rows = list(o.rows), warps = list(o.warps), inflight = list(o.inflight) },
+  order = { "inflight", "rows", "warps", "stages" }, program = program, rounds = o.rounds, reps = o.reps,
   build = function(p)
     local P, c, dev = plan(p), buffers(), cuasync.current_device()
     local k = program(p):compile():kernel("pipeline_tma", "tensormap, ptr, u32, u32, u32")
-    local cfg = P:check(dev):launch_config{ grid = dev.sms * math.min(4, k:occupancy(P.block, P.smem_bytes)) }
+    local per_sm = math.min(4, k:occupancy(P.block, P.smem_bytes))
+    if p.inflight > 0 then per_sm = math.min(per_sm, math.max(1, math.floor(p.inflight / (P.stages * P.tx_bytes)))) end
+    local cfg = P:check(dev):launch_config{ grid = dev.sms * per_sm }
     return { run = k:prepare(cfg, map(p.rows, true), c.dst, W, W / 64, W / 64 * Hh / p.rows), bytes = 2 * bytes,
              poison = function() c.dst:fill(0xA5) end, verify = function() c.verify("pipeline_tma") return true end }
   end,

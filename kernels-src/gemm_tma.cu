@@ -76,14 +76,25 @@ __device__ __forceinline__ void mma(float (&d)[BN / 2], unsigned long long a, un
 }
 
 // Tile t of the block: its row and column. With CLUSTER = 2 the cluster takes pairs of tiles
-// along N (the same A rows); rank r takes the r-th of the pair.
+// along N (the same A rows); rank r takes the r-th of the pair. RASTER = g: tiles go in bands of
+// g tile rows, down each column of the band before the next column (a wave then shares A panels
+// across g rows and B panels across its columns in L2); the last band may be shorter.
+#ifndef RASTER
+#define RASTER 1
+#endif
 struct tiling {
     unsigned tiles_m, tiles_n, pairs_n, count;
     __device__ tiling(unsigned M, unsigned N)
         : tiles_m((M + BM - 1) / BM), tiles_n((N + BN - 1) / BN), pairs_n((tiles_n + CLUSTER - 1) / CLUSTER),
           count(tiles_m * pairs_n) {}
-    __device__ unsigned m0(unsigned t) const { return (t / pairs_n) * BM; }
-    __device__ unsigned n0(unsigned t, unsigned rank) const { return ((t % pairs_n) * CLUSTER + rank) * BN; }
+    __device__ void at(unsigned t, unsigned rank, unsigned &m0, unsigned &n0) const
+    {
+        const unsigned first = (t / (RASTER * pairs_n)) * RASTER;
+        const unsigned rows = tiles_m - first < RASTER ? tiles_m - first : RASTER;
+        const unsigned w = t - first * pairs_n;
+        m0 = (first + w % rows) * BM;
+        n0 = ((w / rows) * CLUSTER + rank) * BN;
+    }
 };
 
 extern "C" __global__ void __launch_bounds__(Plan::block, 1) gemm_tma(const __grid_constant__ cuasync::tensormap A,
@@ -105,7 +116,8 @@ extern "C" __global__ void __launch_bounds__(Plan::block, 1) gemm_tma(const __gr
         if (!pipe.is_producer_thread()) return;
         auto st = pipe.producer_start();
         for (unsigned t = first; t < tl.count; t += step) {
-            const int m0 = (int)tl.m0(t), n0 = (int)tl.n0(t, rank);
+            unsigned m0, n0;
+            tl.at(t, rank, m0, n0);
             for (unsigned k = 0; k < kt; ++k, st.advance()) {
                 pipe.producer_acquire(st);
                 pipe.producer_expect(st);
@@ -113,14 +125,14 @@ extern "C" __global__ void __launch_bounds__(Plan::block, 1) gemm_tma(const __gr
                 if (rank == 0)
                     for (unsigned i = 0; i < SLICES; ++i)
                         cuasync::tma::load_multicast(pipe.slice(st, Plan::a, i), &A, pipe.full_barrier(st),
-                                                     pipe.multicast_mask(Plan::a), (int)(k * BK), m0 + (int)(i * (BM / SLICES)));
+                                                     pipe.multicast_mask(Plan::a), (int)(k * BK), (int)(m0 + i * (BM / SLICES)));
 #elif MULTICAST
                 cuasync::tma::load_multicast(pipe.slice(st, Plan::a, rank), &A, pipe.full_barrier(st),
-                                             pipe.multicast_mask(Plan::a), (int)(k * BK), m0 + (int)(rank * (BM / SLICES)));
+                                             pipe.multicast_mask(Plan::a), (int)(k * BK), (int)(m0 + rank * (BM / SLICES)));
 #else
-                cuasync::tma::load(pipe.buffer(st, Plan::a), &A, pipe.full_barrier(st), (int)(k * BK), m0);
+                cuasync::tma::load(pipe.buffer(st, Plan::a), &A, pipe.full_barrier(st), (int)(k * BK), (int)m0);
 #endif
-                cuasync::tma::load(pipe.buffer(st, Plan::b), &B, pipe.full_barrier(st), (int)(k * BK), n0);
+                cuasync::tma::load(pipe.buffer(st, Plan::b), &B, pipe.full_barrier(st), (int)(k * BK), (int)n0);
             }
         }
 #if CLUSTER > 1
@@ -140,7 +152,8 @@ extern "C" __global__ void __launch_bounds__(Plan::block, 1) gemm_tma(const __gr
     float *chunk = reinterpret_cast<float *>(pipe.scratch()) + c * 64u * CHUNK_COLS;
 #endif
     for (unsigned t = first; t < tl.count; t += step) {
-        const unsigned m0 = tl.m0(t), n0 = tl.n0(t, rank);
+        unsigned m0, n0;
+        tl.at(t, rank, m0, n0);
         auto prev = st;
         for (unsigned k = 0; k < kt; ++k) {
             pipe.consumer_wait(st);

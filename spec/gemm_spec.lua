@@ -157,14 +157,17 @@ describe("gemm", function()
           -- the TMA epilogue where its store map can be (n a multiple of 4), the direct one always
           for _, ep in ipairs(n % 4 == 0 and { "tma", "direct" } or { "direct" }) do
             local bm, bn = gemm.tile(t)
-            local P = gemm.plan{ stages = 3, bm = bm, bn = bn, m = m, n = n, k = k, a = A, b = B, cluster = cl, epilogue = ep }
+            -- rasters of 1..3 tile rows and both release forms, in turn
+            local raster, release = 1 + #lines % 3, (#lines % 2 == 0) and "warp" or "warpgroup"
+            local P = gemm.plan{ stages = 3, bm = bm, bn = bn, m = m, n = n, k = k, a = A, b = B, cluster = cl, epilogue = ep,
+                                 raster = raster, release = release }
             C:fill(0xFF)   -- NaN: an element the kernel misses cannot pass
             local kern = gemm.kernel(P)
             kern:launch(gemm.launch_config(P, dev, m, n, kern), P.loads[1].map, P.loads[2].map, gemm.c_map(P, C), C, m, n, k)
             cuasync.synchronize()
             local bad, worst = gemm.compare(C, R, m * n, 1e-3, 1e-4)
-            lines[#lines + 1] = ("%dx%dx%d %s cluster %d epilogue %s: %d bad, largest difference %g"):format(m, n, k, t, cl, ep,
-              bad, worst)
+            lines[#lines + 1] = ("%dx%dx%d %s cluster %d epilogue %s raster %d release %s: %d bad, largest difference %g"):format(
+              m, n, k, t, cl, ep, raster, release, bad, worst)
             assert.equal(0, bad, lines[#lines])
           end
         end

@@ -109,7 +109,7 @@ local EXPECT = {
   },
   ["pipeline_multicast.cu"] = {
     "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster",
-    "mbarrier.arrive.release.cluster.shared::cluster.b64", "barrier.cluster.arrive.release.aligned",
+    "mbarrier.arrive.release.cta.shared::cluster.b64", "barrier.cluster.arrive.release.aligned",
   },
 }
 

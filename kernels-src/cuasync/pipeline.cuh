@@ -326,10 +326,14 @@ private:
 #ifdef CUASYNC_WATCHDOG
         cluster::red_add_u32(cluster::map_shared_addr(progress() + Config::progress_received + st.index, r), 1u);
 #endif
-#ifdef CUASYNC_RELEASE_CTA
-        mbarrier::arrive_cluster_cta(empty(st.index), r);
-#else
+        // release at CTA scope, as CUTLASS's ClusterBarrier::arrive(cta_id) issues it: the stage's
+        // reads are done (registers hold them, or wgmma.wait_group returned) before the arrive
+        // issues. The cluster-scope form cost a cluster-2 multicast GEMM 36% of its speed on the
+        // H200 (examples/gemm_ablation.lua, rungs *_cl); CUASYNC_RELEASE_CLUSTER restores it.
+#ifdef CUASYNC_RELEASE_CLUSTER
         mbarrier::arrive_cluster(empty(st.index), r);
+#else
+        mbarrier::arrive_cluster_cta(empty(st.index), r);
 #endif
     }
 #endif

@@ -43,7 +43,11 @@ local function map(buf, rows, k, box_rows)
 end
 
 M.CHUNK_COLS = 32   -- the TMA epilogue's 64 x 32 f32 chunks (kernels-src/gemm_tma.cu)
-M.RELEASE = "warp"  -- the consumers' release form unless a plan names one
+-- The consumers' release form unless a plan names one: one arrival per consumer warpgroup per
+-- block (valid here: a warpgroup is done with a stage when its wgmma.wait_group returns). On the
+-- H200 it and "warp" measured within each other's noise (examples/gemm_ablation.lua); the best
+-- cluster-2 point of the flagship sweep came with it, and it sends 4x fewer remote arrivals.
+M.RELEASE = "warpgroup"
 
 -- gemm.plan{ stages, bm, bn | tile = "BMxBN", m, n, k[, a, b, cluster, epilogue, release, multicast,
 -- ablate] }: the pipeline: loads A (in `cluster` multicast slices) and B tiles; one producer
@@ -51,10 +55,12 @@ M.RELEASE = "warp"  -- the consumers' release form unless a plan names one
 --   release: the pipeline's release form ("warpgroup" | "warp"; see cuasync.pipeline).
 --   multicast = false with cluster = 2: each block loads its whole A tile (no multicast): the
 --     cluster's scheduling without the sharing, a rung of the ablation.
---   ablate = { serial_release, release_cta, a_leader, trace }: compile-time switches measured by
---     examples/gemm_ablation.lua (the release loop before the release forms; the remote arrive's
---     release at CTA scope; rank 0 issues every slice of A; a per-block timing trace).
-M.ABLATE = { serial_release = "CUASYNC_SERIAL_RELEASE", release_cta = "CUASYNC_RELEASE_CTA", a_leader = "A_LEADER",
+--   raster = g: output tiles taken in bands of g tile rows (along M), column by column inside a
+--     band, so that a wave's A and B panels stay in L2; 1 (default): row by row.
+--   ablate = { serial_release, release_cluster, a_leader, trace }: compile-time switches measured
+--     by examples/gemm_ablation.lua (the release loop before the release forms; the remote
+--     arrive's release at cluster scope; rank 0 issues every slice of A; a per-block trace).
+M.ABLATE = { serial_release = "CUASYNC_SERIAL_RELEASE", release_cluster = "CUASYNC_RELEASE_CLUSTER", a_leader = "A_LEADER",
              trace = "TRACE" }
 function M.plan(o)
   util.kind("gemm", "argument", o, "table")
@@ -81,6 +87,7 @@ function M.plan(o)
   local ablate = o.ablate or {}
   util.kind("gemm", "ablate", ablate, "table")
   util.known_fields("gemm", ablate, M.ABLATE, "ablate")
+  local raster = util.int_in("gemm", "raster", o.raster or 1, 1, 64)
   local consumers = o.bm / 64
   local slices = multicast and cluster or 1
   local P = pipeline.new{ name = "gemm", stages = o.stages,
@@ -89,7 +96,7 @@ function M.plan(o)
     producer = { warps = 4 }, consumer = { warps = 4 * consumers }, release = o.release or M.RELEASE,
     scratch = epilogue == "tma" and consumers * 64 * M.CHUNK_COLS * 4 or nil }
   P.bm, P.bn, P.cluster_blocks, P.epilogue, P.m, P.n = o.bm, o.bn, cluster, epilogue, o.m, o.n
-  P.multicast, P.ablate = multicast, ablate
+  P.multicast, P.ablate, P.raster = multicast, ablate, raster
   return P
 end
 
@@ -108,7 +115,7 @@ function M.program(P, opts)
   for k, v in pairs(opts or {}) do spec[k] = v end
   spec.file = "gemm_tma.cu"
   spec.defines = { BM = P.bm, BN = P.bn, CLUSTER = P.cluster_blocks, EPILOGUE = P.epilogue == "tma" and 1 or 0,
-                   MULTICAST = P.multicast and 1 or 0, BK = M.BK, CHUNK_COLS = M.CHUNK_COLS }
+                   MULTICAST = P.multicast and 1 or 0, RASTER = P.raster or 1, BK = M.BK, CHUNK_COLS = M.CHUNK_COLS }
   for k, v in pairs(P.ablate or {}) do
     if v then spec.defines[M.ABLATE[k]] = 1 end
   end
