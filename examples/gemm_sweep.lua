@@ -26,23 +26,10 @@ for s in o.stages:gmatch("%d+") do stages[#stages + 1] = tonumber(s) end
 for s in tostring(o.clusters):gmatch("%d+") do clusters[#clusters + 1] = tonumber(s) end
 for t in o.tiles:gmatch("[%dx]+") do tiles[#tiles + 1] = t end
 local d   -- the inputs, the reference result and the output, made on first use
-local function data()
-  if d then return d end
-  d = { a = cuasync.alloc(m * k * 2), b = cuasync.alloc(n * k * 2), c = cuasync.alloc(m * n * 4), r = cuasync.alloc(m * n * 4) }
-  local seed = tonumber(cuasync.now_ns() % 2 ^ 31)
-  gemm.random(d.a, m * k, seed)
-  gemm.random(d.b, n * k, seed + 7919)
-  gemm.reference(d.a, d.b, d.r, m, n, k)
-  cuasync.synchronize()
-  return d
-end
+local function data() d = d or dofile(dir .. "/_gemm.lua")(m, n, k) return d end
 local function opts(p)
   return { stages = p.stages, tile = p.tile, m = m, n = n, k = k, cluster = p.cluster, epilogue = p.epilogue, raster = p.raster,
            release = o.release ~= "" and o.release or nil }
-end
-local function verify()   -- against the reference, on the device: |got - want| <= 1e-2 + 1e-3 |want|
-  local bad, worst = gemm.compare(d.c, d.r, m * n, 1e-2, 1e-3)
-  return bad == 0, ("%d of %d elements off the reference (largest difference %.3g)"):format(bad, m * n, worst)
 end
 
 local S = cuasync.sweep{
@@ -59,7 +46,7 @@ if d then   -- the yardstick passes the same gate
   d.c:fill(0xFF)
   gemm.cublas(d.a, d.b, d.c, m, n, k)
   cuasync.synchronize()
-  local ok, why = verify()
+  local ok, why = d.verify()
   print(("cuBLAS against the reference: %s"):format(ok and "verified" or why))
 end
 if o.out ~= "" then
