@@ -45,7 +45,7 @@ __device__ __forceinline__ void unified(uint4 *out, const uint4 *in, u64 n)
             const int v = threadIdx.x + k * UTHREADS;
             if (base + v < nvec) cpa::copy_cg(&ring[prod.index * UTILE_VECS + v], &in[base + v]);
         }
-        pipe.producer_commit_cp_async(prod);
+        pipe.producer_commit(prod);
         prod.advance();
     };
     for (u64 j = 0; j < mine && j < (u64)(S - 1); ++j) produce(j);
@@ -84,7 +84,7 @@ extern "C" __global__ void __launch_bounds__(32 * (CONSUMERS + 1)) pipe_partitio
             const unsigned bytes = (unsigned)((nvec - base < (u64)TV ? nvec - base : (u64)TV) * 16);
             pipe.producer_acquire(st);
             if (cuasync::bulk::elect_one()) {
-                pipe.producer_expect(st, bytes);
+                pipe.producer_expect_bytes(st, bytes);
                 cuasync::bulk::load(ring + st.index * TV, in + base, bytes, pipe.full_barrier(st));
             }
             __syncwarp();

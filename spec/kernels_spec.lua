@@ -107,6 +107,14 @@ local EXPECT = {
   ["watchdog_canary.cu"] = {
     "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes", "exit;", "%globaltimer", "nanosleep",
   },
+  ["cp_async_copy.cu"] = {   -- built from a cp.async plan (completion "mbarrier"), with the watchdog
+    "cp.async.cg.shared.global", "cp.async.mbarrier.arrive.noinc.shared::cta.b64",
+    "mbarrier.try_wait.parity.shared::cta.b64", "st.global.v4", "%globaltimer",
+  },
+  ["cp_async_ring.cu"] = {
+    "cp.async.cg.shared.global", "cp.async.mbarrier.arrive.noinc.shared::cta.b64", "mbarrier.try_wait.parity.shared::cta.b64",
+  },
+  ["cp_async_cxx.cu"] = { "cp.async.cg.shared.global", "cp.async.mbarrier.arrive", "mbarrier.try_wait" },
   ["pipeline_multicast.cu"] = {
     "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster",
     "mbarrier.arrive.release.cta.shared::cluster.b64", "barrier.cluster.arrive.release.aligned",
@@ -118,6 +126,10 @@ local function plan_map(box)
   return cuasync.tensormap{ ptr = 2 ^ 20, bytes = 2 ^ 30, encode = false, dtype = "f32", dims = { 4096, 4096 }, box = box }
 end
 local BUILD = {
+  ["cp_async_copy.cu"] = function(file)
+    return cuasync.pipeline{ name = "cp", stages = 4, loads = { { cp_async = 16384, vector = 16, name = "x" } },
+      producer = "all", consumer = { warps = 8 } }:program{ file = file, arch = "sm_90a" }
+  end,
   ["pipeline_tma.cu"] = function(file)
     return cuasync.pipeline{ name = "tma", stages = 4, loads = { { map = plan_map{ 64, 32 }, name = "in" } },
       producer = { warps = 1 }, consumer = { warps = 4 } }:program{ file = file, arch = "sm_90a", defines = { BOX_X = 64, BOX_Y = 32 } }

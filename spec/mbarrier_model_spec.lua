@@ -70,6 +70,28 @@ describe("model.mbarrier", function()
     assert.same({ 2, 3 }, { mb.phase, mb.pending })
   end)
 
+  it("cp.async arrivals: noinc counts as one of the phase's arrivals; the plain form raises pending first", function()
+    local mb = mbarrier(2, "full[0]")
+    local a = mb:cp_async_arrive(true)      -- noinc: nothing happens until the copies land
+    assert.same({ 0, 2 }, { mb.phase, mb.pending })
+    a:land()
+    assert.same({ 0, 1 }, { mb.phase, mb.pending })
+    mb:cp_async_arrive(true, 1):land()      -- the second producer thread's: the phase completes
+    assert.same({ 1, 2 }, { mb.phase, mb.pending })
+    local c = mb:cp_async_arrive(false)     -- without noinc: pending + 1 now, given back on landing
+    assert.same({ 1, 3 }, { mb.phase, mb.pending })
+    mb:arrive(2)                            -- the thread's own arrival and its peer's
+    assert.same({ 1, 1 }, { mb.phase, mb.pending })   -- the copy holds the phase open
+    c:land()
+    assert.same({ 2, 2 }, { mb.phase, mb.pending })
+    assert.error_matches(function() c:land() end, "full%[0%]:cp_async_arrive: this arrival has already landed")
+    local d = mbarrier(1)
+    d:expect_tx(16); d:arrive()             -- pending 0, waiting on tx: a landing arrival is one too many
+    local e = d:cp_async_arrive(true)
+    assert.error_matches(function() e:land() end, "1 arrival but only 0 pending")
+    assert.error_matches(function() mbarrier(1):cp_async_arrive(false, 2 ^ 20 - 1) end, "past 2%^20%-1")
+  end)
+
   it("refuses what PTX leaves undefined, naming the rule", function()
     assert.error_matches(function() mbarrier(0) end, "count must be an integer in 1..1048575 %(PTX mbarrier.init")
     assert.error_matches(function() mbarrier(2 ^ 20) end, "1..2^20%-1")
@@ -143,13 +165,15 @@ describe("model.mbarrier", function()
     local raw = ffi.new("uint64_t[?]", cells)
     dobs:download_to(obs, cells * 4); dpend:download_to(pend, cells * 4); draw:download_to(raw, cells * 8)
     local bad, first = 0, {}
-    local bad_wait, bad_pending = 0, 0
+    local bad_wait, bad_pending, late, noinc = 0, 0, 0, 0
     local observations = 0
     for s = 0, N - 1 do
       local want = ops.predict(seqs[s].count, seqs[s].ops)
       for kk, w in ipairs(want) do
         local at = s * MAX_OPS + kk - 1
         observations = observations + 2 + kk
+        if seqs[s].ops[kk][1] == ops.CP_ASYNC_NOINC then noinc = noinc + 1 end
+        if obs[at] >= 0x80000000 then late = late + 1 end   -- the arrival did not land within the bound
         if obs[at] ~= w.word or pend[at] ~= w.pending then
           bad = bad + 1
           if obs[at] ~= w.word then bad_wait = bad_wait + 1 end
@@ -163,8 +187,10 @@ describe("model.mbarrier", function()
         end
       end
     end
-    print(("\nmbarrier model vs H/W: %d sequences x %d ops, %d observations, seed %d: %d mismatches (%d in test_wait, %d in pending_count)"):format(
-      N, MAX_OPS, observations, seed, bad, bad_wait, bad_pending))
+    print(("\nmbarrier model vs H/W: %d sequences x %d ops (%d of them cp.async noinc arrivals), %d observations, seed %d: %d mismatches (%d in test_wait, %d in pending_count), %d arrivals late"):format(
+      N, MAX_OPS, noinc, observations, seed, bad, bad_wait, bad_pending, late))
+    assert.equal(0, late, "cp.async noinc arrivals that did not land within the kernel's bound")
+    assert.is_true(noinc >= 1000, "the sequences hold too few cp.async noinc arrivals")
     assert.equal(0, bad, table.concat(first, "\n"))
     dops:close(); dcounts:close(); dobs:close(); dpend:close(); draw:close()
   end)

@@ -90,7 +90,8 @@ describe("pipeline plan", function()
     assert.truthy(h:find("static constexpr int B = 1;", 1, true))
     assert.truthy(h:find("static constexpr unsigned empty_count = 4u;", 1, true))
     -- the watchdog's progress words are placed by the Config, not by pipeline.cuh or watchdog.cuh
-    assert.truthy(h:find("progress_received = 0u, progress_armed = 4u, progress_words = 5u;", 1, true))
+    assert.truthy(h:find("progress_received = 0u, progress_armed = 4u, progress_committed = 0u, progress_words = 5u;", 1, true))
+    assert.truthy(h:find("static constexpr int completion = 0;", 1, true))
     assert.same({ MAIN_STAGES = 4, MAIN_TX_BYTES = 24576, MAIN_SMEM_BYTES = P.smem_bytes, MAIN_BLOCK = 160,
                   MAIN_STAGE_PITCH = 24576 }, P:defines())
     local prog = P:program{ source = "#include <cuasync/pipelines/main.cuh>\nextern \"C\" __global__ void k() {}" }
@@ -149,14 +150,14 @@ describe("pipeline plan", function()
     refuses("stages must be an integer in 1..64 (got 2.5)", with("stages", 2.5))
     refuses("name must be a C identifier", with("name", "my pipe"))
     refuses("loads must list at least one tensor map", with("loads", {}))
-    refuses("loads[1] must be a cuasync.tensormap or { map = tm", with("loads", { 42 }))
+    refuses("loads[1] must be a cuasync.tensormap, { map = tm, name = ..., boxes = n } or { cp_async = bytes, vector = 16 } (got 42)", with("loads", { 42 }))
     refuses("loads[1].map must be a cuasync.tensormap", with("loads", { { map = "x" } }))
     refuses("unknown field 'box'", with("loads", { { map = A, box = 2 } }))
     refuses("loads[1].boxes must be an integer in 1..64", with("loads", { { map = A, boxes = 0 } }))
     refuses("loads[1] and loads[2] are both named 'A'", with("loads", { { map = A, name = "A" }, { map = B, name = "A" } }))
     refuses("give loads or stage_bytes, not both", with("stage_bytes", 1024))
     local nb = with("loads", nil)
-    refuses("loads (tensor maps, one box each per stage) or stage_bytes (bulk copies) is required", nb)
+    refuses("loads (tensor maps, one box each per stage, or cp.async loads { cp_async = bytes }) or stage_bytes (bulk copies) is required", nb)
     nb.stage_bytes = 1000
     refuses("stage_bytes = 1000 is not a multiple of 16", nb)
     nb.stage_bytes = 2 ^ 20

@@ -57,7 +57,8 @@ struct pipeline_ring {
     typedef stage_state<Stages> state;
 
     // One thread, before any use (then a block barrier): full expects one arrival per producer
-    // (a bulk/TMA producer arrives once, with expect_tx), empty one per consumer.
+    // (a bulk/TMA producer arrives once, with expect_tx; a cp.async producer thread once, by
+    // producer_commit's noinc arrive), empty one per consumer.
     __device__ void init(unsigned producers, unsigned consumers)
     {
         for (int s = 0; s < Stages; ++s) {
@@ -69,32 +70,39 @@ struct pipeline_ring {
 #endif
     }
 
-    // Producer: wait until the stage at st is free.
-    __device__ void producer_acquire(const state &st) { wait(&empty[st.index], st.phase); }
+    // The same method names as pipeline<Config> (the counts are the caller's here, the plan's
+    // there). Producer: wait until the stage at st is free.
+    __device__ void producer_acquire(const state &st) { wait(&empty[st.index], st, 1u); }
 
     // Producer, cp.async form: this thread's copies issued since acquire count as its arrival
     // on full once they land (cp.async.mbarrier.arrive.noinc).
-    __device__ void producer_commit_cp_async(const state &st) { cp_async::mbarrier_arrive_noinc(&full[st.index]); }
+    __device__ void producer_commit(const state &st) { cp_async::mbarrier_arrive_noinc(&full[st.index]); }
 
     // Producer, plain form: data written with ordinary stores; arrive (release) on full.
-    __device__ void producer_commit(const state &st) { mbarrier::arrive(&full[st.index]); }
+    __device__ void producer_arrive(const state &st) { mbarrier::arrive(&full[st.index]); }
 
 #if __CUDA_ARCH__ >= 900
     // Producer, bulk/TMA form (one thread): announce the bytes the copies will complete_tx, and
     // arrive. The copies are then issued on full_barrier(st).
-    __device__ void producer_expect(const state &st, unsigned tx_bytes) { mbarrier::arrive_expect_tx(&full[st.index], tx_bytes); }
+    __device__ void producer_expect_bytes(const state &st, unsigned tx_bytes) { mbarrier::arrive_expect_tx(&full[st.index], tx_bytes); }
 #endif
 
     __device__ mbarrier_t *full_barrier(const state &st) { return &full[st.index]; }
 
     // Consumer: wait until the stage at st holds data.
-    __device__ void consumer_wait(const state &st) { wait(&full[st.index], st.phase); }
+    __device__ void consumer_wait(const state &st) { wait(&full[st.index], st, 2u); }
 
     // Consumer: done reading the stage at st.
     __device__ void consumer_release(const state &st) { mbarrier::arrive(&empty[st.index]); }
 
 private:
-    __device__ static void wait(mbarrier_t *bar, unsigned parity) { mbarrier::wait_parity(bar, parity); }
+    // A sited wait: a hang names the stage, role and iteration (no progress words: the ring has
+    // no plan to place them).
+    __device__ void wait(mbarrier_t *bar, const state &st, unsigned role)
+    {
+        mbarrier::wait_parity(bar, st.phase, watchdog::site{ smem_addr(bar), st.phase, smem_addr(this), (unsigned)st.index,
+                                                             role, st.iteration, 0u, 0u });
+    }
 };
 
 // The pipeline of a cuasync.pipeline plan. Config is the generated struct
@@ -112,9 +120,10 @@ struct pipeline {
     typedef stage_state<Config::stages> state;
 
     unsigned char *base;   // the dynamic shared memory, rounded up to Config::align
+    unsigned committed;    // cp.async groups: the stages this thread has committed
 
     // Carve from dynamic shared memory (the plan's smem_bytes include the rounding slack).
-    __device__ pipeline()
+    __device__ pipeline() : committed(0u)
     {
         extern __shared__ unsigned char cuasync_pipeline_smem_[];
         const unsigned addr = smem_addr(cuasync_pipeline_smem_);
@@ -140,9 +149,13 @@ struct pipeline {
         return buffer(st, l) + i * Config::load_box_smem[l];
     }
 
-    // Roles. Unified: every thread consumes and thread 0 also produces. Partitioned: the first
-    // producer_warps warps produce (thread 0 issues), the next consumer_threads threads consume.
-    __device__ static bool is_producer_thread() { return threadIdx.x == 0; }
+    // Roles. Unified: every thread consumes and thread 0 also produces (cp.async: every thread
+    // copies). Partitioned: the first producer_warps warps produce (thread 0 issues; cp.async: the
+    // first producer_threads threads copy), the next consumer_threads threads consume.
+    __device__ static bool is_producer_thread()
+    {
+        return Config::completion == 0 ? threadIdx.x == 0 : threadIdx.x < Config::producer_threads;
+    }
     __device__ static bool is_producer_warp() { return Config::unified ? threadIdx.x < 32 : threadIdx.x < 32 * Config::producer_warps; }
     __device__ static unsigned consumer_index() { return Config::unified ? threadIdx.x : threadIdx.x - 32 * Config::producer_warps; }
     __device__ static bool is_consumer()
@@ -188,12 +201,14 @@ struct pipeline {
     }
 #endif
 
-    // What the watchdog records for a wait of this pipeline (role 1 producer, 2 consumer).
+    // What the watchdog records for a wait of this pipeline (role 1 producer, 2 consumer). A
+    // cp.async plan's full wait records the commits its stage received, not the stages armed.
     __device__ watchdog::site site(mbarrier_t *bar, const state &st, unsigned role) const
     {
 #ifdef CUASYNC_WATCHDOG
-        const unsigned received = smem_addr(progress() + Config::progress_received + st.index);
-        const unsigned armed = smem_addr(progress() + Config::progress_armed);
+        const bool cp_full = Config::completion != 0 && bar == full(st.index);
+        const unsigned received = smem_addr(progress() + (cp_full ? Config::progress_committed : Config::progress_received) + st.index);
+        const unsigned armed = Config::completion != 0 ? 0u : smem_addr(progress() + Config::progress_armed);
 #else
         const unsigned received = 0u, armed = 0u;
 #endif
@@ -206,6 +221,70 @@ struct pipeline {
     __device__ void producer_acquire(const state &st) const
     {
         mbarrier::wait_parity(empty(st.index), st.phase, site(empty(st.index), st, 1u));
+    }
+
+    // cp.async plans. Each producer thread issues its share of load l's stage: copies k of thread
+    // t are vectors t + k * producer_threads (consecutive threads, consecutive addresses), of
+    // Config::load_vector[l] bytes with .cg or .ca as the plan says. The source is the stage's
+    // first byte (a contiguous tile), or a functor row(r) giving the global address of row r of
+    // the stage (Config::load_row[l] bytes each: a gather).
+    template <class T>
+    __device__ void producer_copy(const state &st, int l, const T *src) const
+    {
+        static_assert(Config::completion != 0, "cuasync: producer_copy is for cp.async plans; a TMA plan issues tma::load on full_barrier(st)");
+        const unsigned char *from = reinterpret_cast<const unsigned char *>(src);
+        unsigned char *to = buffer(st, l);
+#pragma unroll 8
+        for (unsigned k = 0; k < Config::load_copies[l]; ++k) {
+            const unsigned off = (threadIdx.x + k * Config::producer_threads) * Config::load_vector[l];
+            copy_vector(l, to + off, from + off);
+        }
+    }
+    template <class RowPointer>
+    __device__ void producer_copy(const state &st, int l, RowPointer row) const
+    {
+        static_assert(Config::completion != 0, "cuasync: producer_copy is for cp.async plans");
+        unsigned char *to = buffer(st, l);
+        const unsigned per_row = Config::load_row[l] / Config::load_vector[l];
+#pragma unroll 8
+        for (unsigned k = 0; k < Config::load_copies[l]; ++k) {
+            const unsigned v = threadIdx.x + k * Config::producer_threads;
+            const unsigned char *from = reinterpret_cast<const unsigned char *>(row(v / per_row));
+            copy_vector(l, to + v * Config::load_vector[l], from + (v % per_row) * Config::load_vector[l]);
+        }
+    }
+    // A load planned with zero_fill = true: only the first valid_bytes of the contiguous source
+    // are read; the rest of the stage reads as zero (a last partial tile).
+    template <int L, class T>
+    __device__ void producer_copy(const state &st, const T *src, unsigned valid_bytes) const
+    {
+        static_assert(Config::completion != 0 && Config::load_zero_fill[L], "cuasync: this load was not planned with zero_fill = true");
+        const unsigned char *from = reinterpret_cast<const unsigned char *>(src);
+        unsigned char *to = buffer(st, L);
+        constexpr unsigned V = Config::load_vector[L];
+        for (unsigned k = 0; k < Config::load_copies[L]; ++k) {
+            const unsigned off = (threadIdx.x + k * Config::producer_threads) * V;
+            const unsigned n = off >= valid_bytes ? 0u : (valid_bytes - off < V ? valid_bytes - off : V);
+            if (V == 16 && Config::load_cg[L]) cp_async::copy_cg_zfill(to + off, n ? from + off : from, n);
+            else cp_async::copy_ca_zfill<V>(to + off, n ? from + off : from, n);
+        }
+    }
+
+    // Producer threads, cp.async: the stage's copies are issued. completion "mbarrier": this
+    // thread's arrival on full once its copies landed (cp.async.mbarrier.arrive.noinc; full
+    // expects one per producer thread). "group": close this thread's group for the stage.
+    __device__ void producer_commit(const state &st)
+    {
+        static_assert(Config::completion != 0, "cuasync: producer_commit is for cp.async plans; a TMA plan arms full with producer_expect");
+        if (Config::completion == 1) {
+#ifdef CUASYNC_WATCHDOG
+            count_commit(st);
+#endif
+            cp_async::mbarrier_arrive_noinc(full(st.index));
+        } else {
+            cp_async::commit_group();
+            committed = st.iteration + 1u;
+        }
     }
 
 #if __CUDA_ARCH__ >= 900
@@ -248,9 +327,19 @@ struct pipeline {
     }
 #endif
 
-    // Consumer threads: wait until the stage at st holds data.
+    // Consumer threads: wait until the stage at st holds data. cp.async groups: first this
+    // thread's own group of the stage (wait_group with the groups committed after it still in
+    // flight: Config::wait_depth in the steady state), then an arrival on full, then the wait for
+    // every thread's arrival.
     __device__ void consumer_wait(const state &st) const
     {
+        if (Config::completion == 2) {
+            wait_groups<Config::wait_depth>::le(committed - (st.iteration + 1u));
+#ifdef CUASYNC_WATCHDOG
+            count_commit(st);
+#endif
+            mbarrier::arrive(full(st.index));
+        }
         mbarrier::wait_parity(full(st.index), st.phase, site(full(st.index), st, 2u));
     }
 
@@ -296,6 +385,44 @@ struct pipeline {
     }
 
 private:
+    // One cp.async of load l's vector size, .cg or .ca as planned (l is a constant once inlined).
+    __device__ static void copy_vector(int l, void *to, const void *from)
+    {
+        if (Config::load_vector[l] == 16) {
+            if (Config::load_cg[l]) cp_async::copy_cg(to, from);
+            else cp_async::copy_ca<16>(to, from);
+        } else if (Config::load_vector[l] == 8) {
+            cp_async::copy_ca<8>(to, from);
+        } else {
+            cp_async::copy_ca<4>(to, from);
+        }
+    }
+
+    // cp.async.wait_group takes an immediate: wait_groups<N>::le(n) waits with min(n, N) pending.
+    template <int N, int Dummy = 0>
+    struct wait_groups {
+        __device__ static void le(unsigned n)
+        {
+            if (n >= (unsigned)N) cp_async::wait_group<N>();
+            else wait_groups<N - 1>::le(n);
+        }
+    };
+    template <int Dummy>
+    struct wait_groups<0, Dummy> {
+        __device__ static void le(unsigned) { cp_async::wait_group<0>(); }
+    };
+
+#ifdef CUASYNC_WATCHDOG
+    // The watchdog's count of the arrivals full[s] was sent (one per committing thread; the
+    // lanes that commit together add once).
+    __device__ static void count_commit(const state &st)
+    {
+        const unsigned active = __activemask();
+        if ((threadIdx.x & 31u) == (unsigned)(__ffs(active) - 1))
+            atomicAdd(progress() + Config::progress_committed + st.index, (unsigned)__popc(active));
+    }
+#endif
+
 #if __CUDA_ARCH__ >= 900
     // Does block r differ from this block only along dimension d (1 x, 2 y, 3 z)?
     __device__ static bool same_line(unsigned r, unsigned d)

@@ -24,7 +24,8 @@ struct site {
     unsigned role;        // 0 none, 1 producer, 2 consumer
     unsigned iteration;   // the pipeline iteration (advances since the role's start)
     unsigned received;    // shared address of the count of arrivals the waited stage's empty
-                          // barrier received (0: none); the pipeline's Config places it
+                          // barrier received (a cp.async plan's full wait: the arrivals its
+                          // full barrier was sent) (0: none); the pipeline's Config places it
     unsigned armed;       // shared address of the count of stages the producer armed (0: none)
 };
 

@@ -15,8 +15,10 @@ local program = require("cuasync.program")
 local tensormap = require("cuasync.tensormap")
 local R = require("cuasync.model.tensormap_rules")
 local rules = require("cuasync.model.launch_rules")
-local swizzle = require("cuasync.model.swizzle")
 local plans = require("cuasync.model.pipeline_plan")
+local header = require("cuasync.model.pipeline_header")
+local cp_async = require("cuasync.model.cp_async_plan")
+local pipeline_loads = require("cuasync.pipeline_loads")
 local protocol = require("cuasync.model.pipeline_protocol")
 
 local M = {}
@@ -24,107 +26,9 @@ local Pipeline = {}
 Pipeline.__index = Pipeline
 
 local FIELDS = { name = true, stages = true, loads = true, stage_bytes = true, producer = true, consumer = true,
-                 cluster = true, multicast = true, scratch = true, release = true }
-local LOAD_FIELDS = { map = true, name = true, boxes = true }
+                 cluster = true, multicast = true, scratch = true, release = true, completion = true }
 
 local function fail(msg) util.fail("pipeline", msg) end
-
-local function list_text(t) return "{" .. table.concat(t, ", ") .. "}" end
-
--- A tensor map as a load descriptor (model/pipeline_plan.lua), with the derivation in words.
-local function describe_map(name, tm, boxes)
-  local d = { name = name, map = tm, bytes = tm.box_bytes, smem = tm.smem_bytes, boxes = boxes, dtype = tm.dtype,
-              elem_bytes = tm.elem_bytes, swizzle = tm.swizzle, mode = tm.mode }
-  d.align = swizzle.repeat_bytes(tm.swizzle)   -- a stage buffer starts on the pattern's repeat
-  if tm.mode == "im2col" then
-    d.what = ("im2col %s: %d pixels x %d channels x %d B"):format(tm.dtype, tm.pixels, tm.channels, tm.elem_bytes)
-  else
-    local f = {}
-    for i = 1, #tm.box do f[i] = tostring(tm.box[i]) end
-    d.what = ("tensormap %s box %s x %s B"):format(tm.dtype, list_text(f), tostring(tm.elem_bytes))
-    if tm.smem_bytes > tm.box_bytes then
-      d.padded = ("rows of %d B are padded to the %s swizzle span in shared memory (%d B there), but the transaction counts the %d data bytes"):format(
-        tm.box[1] * tm.elem_bytes, tm.swizzle, tm.smem_bytes, tm.box_bytes)
-    end
-    for i = 1, #tm.box do
-      if tm.dims[i] % tm.box[i] ~= 0 then
-        d.edge = ("boxes hang over the tensor's edge in dimension %d (%d is not a multiple of %d): the whole box still counts, the out-of-bounds fill completes the transaction too"):format(
-          i, tm.dims[i], tm.box[i])
-        break
-      end
-    end
-    if boxes > 1 then
-      d.split = ("a tile %d boxes wide, loaded by %d TMA instructions"):format(boxes, boxes)
-    end
-  end
-  return d
-end
-
-local function loads_of(spec)
-  local out, seen = {}, {}
-  if spec.loads ~= nil then
-    if spec.stage_bytes ~= nil then fail("give loads or stage_bytes, not both") end
-    util.list("pipeline", "loads", spec.loads)
-    if #spec.loads == 0 then fail("loads must list at least one tensor map") end
-    if #spec.loads > 16 then fail(("loads lists %d tensor maps; at most 16"):format(#spec.loads)) end
-    for i, l in ipairs(spec.loads) do
-      local tm, name, boxes = l, "load" .. i, 1
-      if not tensormap.is(l) then
-        if type(l) ~= "table" then
-          fail(("loads[%d] must be a cuasync.tensormap or { map = tm, name = ..., boxes = n } (got %s)"):format(i, util.describe(l)))
-        end
-        util.known_fields("pipeline", l, LOAD_FIELDS, ("loads[%d]"):format(i))
-        tm = l.map
-        if not tensormap.is(tm) then
-          fail(("loads[%d].map must be a cuasync.tensormap (got %s)"):format(i, util.describe(tm)))
-        end
-        if l.name ~= nil then
-          util.kind("pipeline", ("loads[%d].name"):format(i), l.name, "string")
-          if not l.name:match("^[%a_][%w_]*$") then
-            fail(("loads[%d].name must be a C identifier (got %s)"):format(i, util.describe(l.name)))
-          end
-          name = l.name
-        end
-        boxes = util.int_in("pipeline", ("loads[%d].boxes"):format(i), l.boxes or 1, 1, 64)
-      end
-      if seen[name] then fail(("loads[%d] and loads[%d] are both named '%s'"):format(seen[name], i, name)) end
-      seen[name] = i
-      out[i] = describe_map(name, tm, boxes)
-    end
-  elseif spec.stage_bytes ~= nil then
-    local b = util.int_in("pipeline", "stage_bytes", spec.stage_bytes, 16, plans.MAX_TX)
-    if b % 16 ~= 0 then fail(("stage_bytes = %d is not a multiple of 16 (a bulk copy moves multiples of 16 bytes)"):format(b)) end
-    out[1] = { name = "bulk", bytes = b, smem = b, boxes = 1, align = 16, what = ("bulk copy of %d B"):format(b) }
-  else
-    fail("loads (tensor maps, one box each per stage) or stage_bytes (bulk copies) is required")
-  end
-  return out
-end
-
-local function multicast_of(spec, loads, cluster)
-  if spec.multicast == nil then return end
-  util.kind("pipeline", "multicast", spec.multicast, "table")
-  if spec.cluster == nil then fail("multicast needs a cluster (cluster = { x, y, z })") end
-  for key, dim in pairs(spec.multicast) do
-    local hit
-    for _, l in ipairs(loads) do
-      if l.map ~= nil and (l.map == key or l.name == key) then hit = l end
-    end
-    if not hit then
-      fail(("multicast key %s is not one of the loads (key by the tensor map or the load's name)"):format(util.describe(key)))
-    end
-    if plans.DIMS[dim] == nil then
-      fail(('multicast[%s] must be "x", "y" or "z": the cluster dimension the load is shared along (got %s)'):format(
-           hit.name, util.describe(dim)))
-    end
-    local n = cluster[plans.DIMS[dim]]
-    if n < 2 then
-      fail(("multicast[%s] = %q but the cluster has extent 1 along %s: nothing to share"):format(hit.name, dim, dim))
-    end
-    if hit.mode == "im2col" then fail(("multicast[%s]: cuasync multicasts tiled maps only"):format(hit.name)) end
-    hit.multicast = dim
-  end
-end
 
 function M.new(spec)
   util.kind("pipeline", "argument", spec, "table")
@@ -136,13 +40,20 @@ function M.new(spec)
          util.describe(name)))
   end
   local stages = util.int_in("pipeline", "stages", spec.stages, 1, plans.MAX_STAGES)
-  local loads = loads_of(spec)
-  local roles = plans.roles(spec.producer, spec.consumer, spec.release)
+  local loads, cp = pipeline_loads.of(spec)
+  local roles = plans.roles(spec.producer, spec.consumer, spec.release, cp)
   local cluster, size = plans.cluster(spec.cluster)
-  multicast_of(spec, loads, cluster)
+  local completion
+  if cp then
+    completion = cp_async.check(spec, loads, roles, spec.cluster ~= nil)
+  elseif spec.completion ~= nil then
+    fail(("completion = %s is for cp.async loads; a TMA or bulk stage completes when its tx bytes land"):format(
+         util.describe(spec.completion)))
+  end
+  pipeline_loads.multicast(spec, loads, cluster)
   local scratch = util.int_in("pipeline", "scratch", spec.scratch or 0, 0, 2 ^ 20)
   local plan = plans.derive{ name = name, stages = stages, loads = loads, roles = roles, cluster = cluster,
-                             cluster_size = size, scratch = scratch }
+                             cluster_size = size, scratch = scratch, completion = completion }
   plan.cluster_given = spec.cluster ~= nil
   plans.check_layout(plan)
   return setmetatable(plan, Pipeline)
@@ -150,18 +61,23 @@ end
 
 function Pipeline:layout() return plans.layout(self) end
 function Pipeline:explain() return plans.explain(self) end
-function Pipeline:header() return plans.header(self) end
-function Pipeline:defines() return plans.defines(self) end
+function Pipeline:header() return header.header(self) end
+function Pipeline:defines() return header.defines(self) end
 function Pipeline:__tostring()
   return ("cuasync.pipeline '%s': %d stages, tx %d B, smem %d B, block %d%s"):format(self.name, self.stages,
     self.tx_bytes, self.smem_bytes, self.block, self.mutation and " (mutated)" or "")
 end
 
 -- P:check(dev): raises naming the limit the plan breaks on this device; returns the plan.
+-- dev may be "sm_90" (cuasync.limits.sm_90: checks a plan where no GPU is present).
 function Pipeline:check(dev)
   if dev == nil then dev = device.current() end
+  if dev == "sm_90" then dev = rules.sm_90 end
   if type(dev) ~= "table" or type(dev.smem_optin) ~= "number" then
-    fail(("check's argument must be a cuasync device (got %s)"):format(util.describe(dev)))
+    fail(('check\'s argument must be a cuasync device or "sm_90" (got %s)'):format(util.describe(dev)))
+  end
+  if self.kind == "cp_async" and dev.cc and dev.cc < 80 then
+    fail(("pipeline '%s' copies with cp.async, which needs sm_80 or newer; %s is sm_%d"):format(self.name, dev.name or "the device", dev.cc))
   end
   local optin, reserved = dev.smem_optin, dev.reserved_smem_per_block or 0
   if self.smem_bytes > optin then

@@ -164,7 +164,7 @@ function M.error_from(r, mod, rc_ok)
   }
   local name, which = barrier_name(plan, r)
   e.barrier, e.which = name or (r.bar ~= 0 and ("the mbarrier at shared 0x%x"):format(r.bar) or "a bounded wait"), which
-  if which == "full" then e.armed = plan.tx_bytes end
+  if which == "full" and plan.kind ~= "cp_async" then e.armed = plan.tx_bytes end
   local parts = { ("cuasync.watchdog: kernel '%s' hung: block (%d,%d,%d)"):format(e.kernel, e.block[1], e.block[2], e.block[3]) }
   if plan and plan.cluster_size > 1 then parts[#parts + 1] = (" (cluster rank %d)"):format(e.cluster_rank) end
   parts[#parts + 1] = (" warp %d%s waited %d ms on %s"):format(e.warp, e.role and (" (" .. e.role .. ")") or "",
@@ -196,6 +196,14 @@ function M.progress(e)
     local got = e.received - phase * need
     return { phase = phase, got = got, need = need,
              text = ("%s has received %d of the %d arrivals of phase %d"):format(e.barrier, math.max(0, got), need, phase) }
+  elseif e.which == "full" and plan.kind == "cp_async" and e.received then
+    -- the commits full[s] was sent: one per producer thread per pass (noinc arrive, or the
+    -- arrival after wait_group), counted since the start
+    local need = plan.full_count
+    local got = e.received - pass * need
+    return { phase = pass, got = got, need = need,
+             text = ("%s has received %d of the %d arrivals of phase %d (%s)"):format(e.barrier, math.max(0, got), need, pass,
+               plan.completion == "group" and "one per thread, after its wait_group" or "one cp.async.mbarrier.arrive.noinc per producer thread") }
   elseif e.which == "full" and e.armed_stages then
     local armed = e.armed_stages > e.iteration
     return { phase = pass, armed = armed,
@@ -232,6 +240,18 @@ function Hang:explain()
     if p.got < p.need then
       causes[#causes + 1] = ("an arrival missing: %d of %d arrivals came in phase %d, %d never did (a consumer warp that does not release the stage, or a peer block that does not arrive remotely)"):format(
         math.max(0, p.got), p.need, p.phase, p.need - math.max(0, p.got))
+    end
+  elseif p and self.which == "full" and plan.kind == "cp_async" then
+    local mb = mbarrier.new(p.need, self.barrier)
+    for _ = 1, p.phase do mb:arrive(p.need) end
+    if p.got > 0 then mb:cp_async_arrive(true, math.min(p.got, p.need)):land() end
+    out[#out + 1] = ("replayed in the CPU model: %d phases, then %d noinc arrivals, leave %s at %s; test_wait.parity(%d) = %s"):format(
+      p.phase, math.max(0, math.min(p.got, p.need)), self.barrier, mb:state(), self.parity, tostring(mb:test_wait_parity(self.parity)))
+    if p.got < p.need then
+      causes[#causes + 1] = ("an arrival missing: %d of the %d threads arrived for iteration %d, %d never did (%s)"):format(
+        math.max(0, p.got), p.need, self.iteration, p.need - math.max(0, p.got), plan.completion == "group"
+          and "a thread that left its loop before consuming the stage, or never reached consumer_wait"
+          or "a producer thread that skipped producer_commit, or left its loop early")
     end
   elseif p and self.which == "full" then
     local mb = mbarrier.new(plan.full_count, self.barrier)

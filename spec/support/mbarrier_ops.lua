@@ -4,8 +4,8 @@
 -- reads them; `predict` replays a sequence on the model and returns what the hardware must report.
 local mbarrier = require("cuasync.model.mbarrier")
 
-local M = { ARRIVE = 1, ARRIVE_DROP = 2, EXPECT_TX = 3, COMPLETE_TX = 4, ARRIVE_EXPECT_TX = 5 }
-M.NAMES = { "arrive", "arrive_drop", "expect_tx", "complete_tx", "arrive_expect_tx" }
+local M = { ARRIVE = 1, ARRIVE_DROP = 2, EXPECT_TX = 3, COMPLETE_TX = 4, ARRIVE_EXPECT_TX = 5, CP_ASYNC_NOINC = 6 }
+M.NAMES = { "arrive", "arrive_drop", "expect_tx", "complete_tx", "arrive_expect_tx", "cp_async_noinc" }
 local MAX_TX = mbarrier.MAX_TX
 
 -- rand(n) -> 1..n
@@ -27,9 +27,11 @@ function M.sequence(rand, max_ops)
     return math.min(b, room)
   end
   for _ = 1, max_ops do
-    local choice = rand(5)
+    local choice = rand(6)
     local op
-    if (choice == 1 or choice == 5) and mb.pending >= 1 then
+    if choice == 6 and mb.pending >= 1 then   -- a cp.async's noinc arrival: one arrival, once the copy landed
+      op = { M.CP_ASYNC_NOINC, 4, 1 }
+    elseif (choice == 1 or choice == 5) and mb.pending >= 1 then
       if choice == 1 then
         op = { M.ARRIVE, 0, amount(mb.pending) }
       else
@@ -57,6 +59,7 @@ function M.apply(mb, op)
   elseif code == M.ARRIVE_DROP then return mb:arrive_drop(n)
   elseif code == M.EXPECT_TX then mb:expect_tx(bytes)
   elseif code == M.COMPLETE_TX then mb:complete_tx(bytes)
+  elseif code == M.CP_ASYNC_NOINC then mb:cp_async_arrive(true):land()
   else return mb:arrive_expect_tx(bytes, n) end
 end
 
@@ -82,6 +85,7 @@ function M.describe(op)
   local code, bytes, n = op[1], op[2], op[3]
   local name = M.NAMES[code]
   if code == M.EXPECT_TX or code == M.COMPLETE_TX then return ("%s(%d)"):format(name, bytes) end
+  if code == M.CP_ASYNC_NOINC then return name end
   if code == M.ARRIVE_EXPECT_TX then return ("%s(%d, %d)"):format(name, bytes, n) end
   return ("%s(%d)"):format(name, n)
 end

@@ -108,6 +108,41 @@ function Barrier:arrive_drop(n)
   return t
 end
 
+-- mb:cp_async_arrive([noinc[, n]]) -> a pending arrival (cp.async.mbarrier.arrive[.noinc], by n
+-- threads at once): the arrive-on that the issuing thread's cp.async copies trigger once they have
+-- all landed; arrival:land() performs it. Without noinc the pending count is raised by n now, so
+-- that the landing only gives those back (each thread still arrives itself, and the phase cannot
+-- complete before its copies land); with noinc nothing happens now and each landing arrival is one
+-- of the phase's expected arrivals (count it in the init count). PTX ISA "cp.async.mbarrier.arrive".
+local Arrival = {}
+Arrival.__index = Arrival
+
+function Barrier:cp_async_arrive(noinc, n)
+  live(self, "cp_async_arrive")
+  n = amount(self, "cp_async_arrive", "n", n or 1, 1)
+  if not noinc then
+    if self.pending + n > M.MAX_COUNT then
+      fail(self, "cp_async_arrive", ("raising the pending count by %d would take it to %d, past 2^20-1 (phase %d)"):format(
+           n, self.pending + n, self.phase))
+    end
+    self.pending = self.pending + n
+  end
+  return setmetatable({ barrier = self, noinc = noinc == true, n = n, landed = false }, Arrival)
+end
+
+function Arrival:land()
+  local b = self.barrier
+  if self.landed then fail(b, "cp_async_arrive", "this arrival has already landed") end
+  live(b, "cp_async_arrive")
+  arrive_n(b, "cp_async_arrive", self.n)
+  self.landed = true
+  b.completed = settle(b)
+end
+
+function Arrival:__tostring()
+  return ("cp.async arrival%s of %d on %s"):format(self.noinc and " (noinc)" or "", self.n, self.barrier.name)
+end
+
 -- mb:expect_tx(bytes): the current phase also waits for `bytes` more transaction bytes.
 function Barrier:expect_tx(bytes)
   live(self, "expect_tx")
@@ -187,5 +222,5 @@ function Barrier:__tostring()
   return ("%s (%s)"):format(self.name, self:state())
 end
 
-M.Barrier, M.Token = Barrier, Token
+M.Barrier, M.Token, M.Arrival = Barrier, Token, Arrival
 return setmetatable(M, { __call = function(_, count, name) return M.new(count, name) end })

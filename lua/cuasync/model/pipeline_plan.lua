@@ -13,6 +13,7 @@
 local util = require("cuasync.util")
 local ring = require("cuasync.model.ring")
 local rules = require("cuasync.model.launch_rules")
+local cp_async = require("cuasync.model.cp_async_plan")
 
 local M = {}
 M.MAX_STAGES = 64        -- pipeline.cuh's bound
@@ -28,19 +29,32 @@ local round_up = ring.round_up
 M.RELEASES = { thread = "every consumer thread arrives", warp = "one lane of each consumer warp arrives",
                warpgroup = "one lane of each consumer warpgroup (4 warps) arrives" }
 
--- Role shapes: producer = "all" | { warps = n }; consumer = { warps = n } | { threads = n };
--- release = "thread" | "warp" | "warpgroup" (default: warp for consumer warps, thread for threads).
-function M.roles(producer, consumer, release)
+-- Role shapes: producer = "all" | { warps = n } | { threads = n } (cp.async: the threads that
+-- issue copies); consumer = { warps = n } | { threads = n }; release = "thread" | "warp" |
+-- "warpgroup" (default: warp for consumer warps, thread for threads).
+function M.roles(producer, consumer, release, cp)
   local r = {}
   if producer == "all" then
     r.unified, r.producer_warps = true, 0
   elseif type(producer) == "table" then
-    util.known_fields("pipeline", producer, { warps = true }, "producer")
+    util.known_fields("pipeline", producer, { warps = true, threads = true }, "producer")
     r.unified = false
-    r.producer_warps = util.int_in("pipeline", "producer.warps", producer.warps, 1, 32)
+    if (producer.warps == nil) == (producer.threads == nil) then
+      fail("producer needs exactly one of warps or threads")
+    end
+    if producer.threads ~= nil then
+      if not cp then
+        fail("producer = { threads = n } is for cp.async loads (each producer thread issues copies); a TMA or bulk stage is issued by one elected thread: use producer = { warps = n }")
+      end
+      r.producer_threads = util.int_in("pipeline", "producer.threads", producer.threads, 1, 1024)
+      r.producer_warps = math.ceil(r.producer_threads / 32)
+    else
+      r.producer_warps = util.int_in("pipeline", "producer.warps", producer.warps, 1, 32)
+      r.producer_threads = 32 * r.producer_warps
+    end
   else
-    fail(('producer must be "all" (every thread consumes, one issues the copies) or { warps = n } (got %s)'):format(
-         util.describe(producer)))
+    fail(('producer must be "all" (every thread consumes%s), { warps = n }%s (got %s)'):format(
+         cp and " and copies" or ", one issues the copies", cp and " or { threads = n }" or "", util.describe(producer)))
   end
   if type(consumer) ~= "table" then
     fail(("consumer must be { warps = n } or { threads = n } (got %s)"):format(util.describe(consumer)))
@@ -74,6 +88,7 @@ function M.roles(producer, consumer, release)
   r.arrive_by = release   -- (the post-mortem's name for it)
   r.arrivals = release == "thread" and r.consumer_threads or release == "warp" and r.consumer_warps or r.consumer_warps / 4
   r.block = r.unified and r.consumer_threads or 32 * (r.producer_warps + r.consumer_warps)
+  if r.unified then r.producer_threads = cp and r.consumer_threads or 1 end
   if r.block > 1024 then
     fail(("the roles need %d threads per block (%d producer warp%s + %d consumer threads rounded to warps), more than 1024"):format(
          r.block, r.producer_warps, r.producer_warps == 1 and "" or "s", r.consumer_threads))
@@ -123,10 +138,11 @@ function M.peers(plan, r)
   return list
 end
 
--- derive{ name, stages, loads = {descriptors} | stage_bytes = n, roles, cluster, cluster_size, scratch = bytes }
+-- derive{ name, stages, loads = {descriptors} | stage_bytes = n, roles, cluster, cluster_size, scratch = bytes,
+--         completion = "mbarrier" | "group" (cp.async loads) }
 function M.derive(o)
   local plan = { name = o.name, stages = o.stages, roles = o.roles, cluster = o.cluster, cluster_size = o.cluster_size,
-                 loads = {} }
+                 loads = {}, kind = "tma" }
   local offset, max_align, tx = 0, 16, 0
   for i, l in ipairs(o.loads) do
     local n = 1
@@ -136,7 +152,7 @@ function M.derive(o)
     d.index = i - 1
     d.slices = n                       -- slices landing per stage (one per block of the line)
     d.mdim = l.multicast and M.DIMS[l.multicast] or 0
-    d.tx = l.bytes * l.boxes * n       -- bytes this block's stage receives from this load
+    d.tx = l.cp_async and 0 or l.bytes * l.boxes * n   -- bytes this block's stage receives from this load
     d.stage_smem = l.smem * l.boxes * n
     d.offset = round_up(offset, l.align)
     offset = d.offset + d.stage_smem
@@ -173,6 +189,7 @@ function M.derive(o)
   -- the watchdog's progress words (static shared memory, 4 bytes each): the arrivals each
   -- empty barrier received, then the stages the producer armed; the Config carries the offsets
   plan.progress = { received = 0, armed = o.stages, words = o.stages + 1 }
+  if o.completion then cp_async.derive(plan, o.completion) end
   if plan.empty_count > M.MAX_ARRIVALS then
     fail(("empty barriers would expect %d arrivals, more than 2^20-1"):format(plan.empty_count))
   end
@@ -226,18 +243,26 @@ local function plural(n, word) return ("%d %s%s"):format(n, word, n == 1 and "" 
 function M.explain(plan)
   local r = plan.roles
   local out = {}
-  local roles = r.unified
-    and ("unified: all %d threads consume, thread 0 also issues the copies"):format(r.block)
-    or ("partitioned: %s produce (one elected thread issues the copies), %s consume = %d threads"):format(
-         plural(r.producer_warps, "warp"), r.release ~= "thread" and plural(r.consumer_warps, "warp")
-         or plural(r.consumer_threads, "thread"), r.block)
+  local cp = plan.kind == "cp_async"
+  local consumers = r.release ~= "thread" and plural(r.consumer_warps, "warp") or plural(r.consumer_threads, "thread")
+  local roles
+  if cp then
+    roles = r.unified and ("cp.async, completion = \"%s\"; unified: all %d threads copy and consume"):format(plan.completion, r.block)
+      or ("cp.async, completion = \"%s\"; partitioned: %d producer threads (%s) copy, %s consume = %d threads"):format(
+           plan.completion, plan.producer_threads, plural(r.producer_warps, "warp"), consumers, r.block)
+  else
+    roles = r.unified and ("unified: all %d threads consume, thread 0 also issues the copies"):format(r.block)
+      or ("partitioned: %s produce (one elected thread issues the copies), %s consume = %d threads"):format(
+           plural(r.producer_warps, "warp"), consumers, r.block)
+  end
   out[#out + 1] = ("pipeline '%s': %s, %s"):format(plan.name, plural(plan.stages, "stage"), roles)
   if plan.cluster_size > 1 then
     out[#out + 1] = ("  cluster {%d, %d, %d} = %s; each block has its own stages and barriers"):format(
       plan.cluster[1], plan.cluster[2], plan.cluster[3], plural(plan.cluster_size, "block"))
   end
   local terms = {}
-  for _, l in ipairs(plan.loads) do
+  if cp then cp_async.explain(plan, out) end
+  for _, l in ipairs(cp and {} or plan.loads) do
     local line = l.mode and ("  load %s: %s = %d B per box"):format(l.name, l.what, l.bytes)
                  or ("  load %s: %s"):format(l.name, l.what)
     if l.boxes > 1 then
@@ -254,16 +279,19 @@ function M.explain(plan)
     out[#out + 1] = line
     terms[#terms + 1] = tostring(l.tx)
   end
-  out[#out + 1] = ("  tx per stage: %s%d B (full[s] is armed with it by arrive.expect_tx)"):format(
-    #terms > 1 and (table.concat(terms, " + ") .. " = ") or "", plan.tx_bytes)
+  if not cp then
+    out[#out + 1] = ("  tx per stage: %s%d B (full[s] is armed with it by arrive.expect_tx)"):format(
+      #terms > 1 and (table.concat(terms, " + ") .. " = ") or "", plan.tx_bytes)
+  end
   out[#out + 1] = ("  stage pitch %d B (aligned to %d) x %d = %d B; full[0..%d] at %d, empty[0..%d] at %d; + %d B slack to align the dynamic base to %d = %d B of dynamic shared memory"):format(
     plan.pitch, plan.align, plan.stages, plan.data_bytes, plan.stages - 1, plan.full_offset, plan.stages - 1,
     plan.empty_offset, plan.slack, plan.align, plan.smem_bytes)
   if (plan.scratch_bytes or 0) > 0 then
     out[#out + 1] = ("  scratch: %d B at %d (the kernel's own region, 1024-aligned)"):format(plan.scratch_bytes, plan.scratch_offset)
   end
-  out[#out + 1] = ("  full: %d arrival (the producer's arrive.expect_tx) + %d tx bytes; empty: %d arrivals (%s%s)"):format(
-    plan.full_count, plan.tx_bytes, plan.empty_count,
+  out[#out + 1] = ("  %sempty: %d arrivals (%s%s)"):format(
+    cp and "" or ("full: %d arrival (the producer's arrive.expect_tx) + %d tx bytes; "):format(plan.full_count, plan.tx_bytes),
+    plan.empty_count,
     r.release == "warp" and ("release = \"warp\": one lane of each of %d consumer warps"):format(r.consumer_warps)
       or r.release == "warpgroup" and ("release = \"warpgroup\": one lane of each of %d consumer warpgroups; a warpgroup releases when its warps are done with the stage, as after wgmma.wait_group"):format(r.consumer_warps / 4)
       or ("release = \"thread\": each of %d consumer threads"):format(r.consumer_threads),
@@ -271,70 +299,6 @@ function M.explain(plan)
       r.release == "thread" and "each thread arrives on every one of them"
       or ("lane k of the releasing %s arrives on the k-th of them, in parallel"):format(r.release == "warp" and "warp" or "warpgroup's warps")) or "")
   return table.concat(out, "\n")
-end
-
--- The generated C++ config (included as <cuasync/pipelines/NAME.cuh>).
-function M.header(plan)
-  local r = plan.roles
-  local function arr(field)
-    local t = {}
-    for i, l in ipairs(plan.loads) do t[i] = tostring(l[field]) end
-    if #t == 0 then t[1] = "0" end
-    return "{ " .. table.concat(t, ", ") .. " }"
-  end
-  local peers = M.peers(plan, 0)
-  local lines = {
-    ("// Generated by cuasync.pipeline '%s'. Every number below is derived from the plan:"):format(plan.name),
-    "// edit the Lua plan, not this file.",
-    "#pragma once",
-    "#include <cuasync/pipeline.cuh>",
-    "namespace cuasync { namespace pipelines {",
-    ("struct %s {"):format(plan.name),
-    ("    static constexpr int stages = %d;"):format(plan.stages),
-    ("    static constexpr unsigned tx_bytes = %du;       // bytes landing in this block's stage"):format(plan.tx_bytes),
-    ("    static constexpr unsigned stage_pitch = %du;"):format(plan.pitch),
-    ("    static constexpr unsigned align = %du;          // of every stage buffer"):format(plan.align),
-    ("    static constexpr unsigned full_offset = %du;"):format(plan.full_offset),
-    ("    static constexpr unsigned empty_offset = %du;"):format(plan.empty_offset),
-    ("    static constexpr unsigned smem_bytes = %du;     // with %u bytes of alignment slack"):format(plan.smem_bytes, plan.slack),
-    ("    static constexpr unsigned scratch_offset = %du, scratch_bytes = %du;"):format(plan.scratch_offset, plan.scratch_bytes or 0),
-    ("    static constexpr unsigned block = %du;"):format(plan.block),
-    ("    static constexpr bool unified = %s;"):format(r.unified and "true" or "false"),
-    ("    static constexpr unsigned producer_warps = %du;"):format(r.producer_warps),
-    ("    static constexpr unsigned consumer_threads = %du;"):format(r.consumer_threads),
-    ("    static constexpr int release = %d;               // %s: 0 thread, 1 warp, 2 warpgroup"):format(
-      r.release == "thread" and 0 or r.release == "warp" and 1 or 2, r.release),
-    ("    static constexpr unsigned full_count = %du;"):format(plan.full_count),
-    ("    static constexpr unsigned empty_count = %du;"):format(plan.empty_count),
-    ("    static constexpr unsigned cluster_x = %du, cluster_y = %du, cluster_z = %du;"):format(
-      plan.cluster[1], plan.cluster[2], plan.cluster[3]),
-    ("    static constexpr unsigned cluster_size = %du;"):format(plan.cluster_size),
-    ("    static constexpr unsigned peer_count = %du;        // blocks whose copies land in a stage"):format(#peers),
-    ("    static constexpr unsigned progress_received = %du, progress_armed = %du, progress_words = %du; // watchdog words"):format(
-      plan.progress.received, plan.progress.armed, plan.progress.words),
-    ("    static constexpr int loads = %d;"):format(#plan.loads),
-    ("    static constexpr unsigned load_offset[%d] = %s;"):format(math.max(1, #plan.loads), arr("offset")),
-    ("    static constexpr unsigned load_box_bytes[%d] = %s;"):format(math.max(1, #plan.loads), arr("bytes")),
-    ("    static constexpr unsigned load_box_smem[%d] = %s;"):format(math.max(1, #plan.loads), arr("smem")),
-    ("    static constexpr unsigned load_boxes[%d] = %s;"):format(math.max(1, #plan.loads), arr("boxes")),
-    ("    static constexpr unsigned load_slices[%d] = %s;   // > 1: multicast"):format(math.max(1, #plan.loads), arr("slices")),
-    ("    static constexpr unsigned load_multicast[%d] = %s; // 0 none, 1 x, 2 y, 3 z"):format(math.max(1, #plan.loads), arr("mdim")),
-  }
-  for _, l in ipairs(plan.loads) do
-    if l.name:match("^[%a_][%w_]*$") then
-      lines[#lines + 1] = ("    static constexpr int %s = %d;"):format(l.name, l.index)
-    end
-  end
-  lines[#lines + 1] = "};"
-  lines[#lines + 1] = "} }"
-  return table.concat(lines, "\n") .. "\n"
-end
-
--- The same numbers as preprocessor defines, prefixed with the plan's name in capitals.
-function M.defines(plan)
-  local p = plan.name:upper() .. "_"
-  return { [p .. "STAGES"] = plan.stages, [p .. "TX_BYTES"] = plan.tx_bytes, [p .. "SMEM_BYTES"] = plan.smem_bytes,
-           [p .. "BLOCK"] = plan.block, [p .. "STAGE_PITCH"] = plan.pitch }
 end
 
 return M

@@ -15,14 +15,33 @@ local plans = require("cuasync.model.pipeline_plan")
 local M = {}
 
 M.MAX_WORK = 100000   -- iterations x runs of one simulate call
-M.MUTATIONS = { tx_delta = true, consumer_arrivals = true, parity_flip = true, producer_exits_at = true }
+M.MUTATIONS = { tx_delta = true, consumer_arrivals = true, parity_flip = true, producer_exits_at = true,
+                skip_commit = true, wait_depth_delta = true, early_read = true }
+local CP_ONLY = { skip_commit = 'completion = "mbarrier"', wait_depth_delta = 'completion = "group"', early_read = "cp.async" }
 
 function M.check_mutation(plan, m)
   util.kind("pipeline.mutate", "argument", m, "table")
   util.known_fields("pipeline.mutate", m, M.MUTATIONS)
   local n = 0
   for _ in pairs(m) do n = n + 1 end
-  if n == 0 then util.fail("pipeline.mutate", "name a mutation: tx_delta, consumer_arrivals, parity_flip or producer_exits_at") end
+  if n == 0 then
+    util.fail("pipeline.mutate", "name a mutation: tx_delta, consumer_arrivals, parity_flip, producer_exits_at, skip_commit, wait_depth_delta or early_read")
+  end
+  local cp = plan.kind == "cp_async"
+  for k, what in pairs(CP_ONLY) do
+    if m[k] ~= nil and not (cp and (what == "cp.async" or what == ('completion = "%s"'):format(plan.completion))) then
+      util.fail("pipeline.mutate", ("%s is a fault of %s plans; pipeline '%s' is %s"):format(k, what, plan.name,
+        cp and ('completion = "%s"'):format(plan.completion) or "a TMA/bulk plan"))
+    end
+  end
+  if m.skip_commit ~= nil then util.int_in("pipeline.mutate", "skip_commit", m.skip_commit, 0, 2 ^ 31) end
+  if m.wait_depth_delta ~= nil then util.int_in("pipeline.mutate", "wait_depth_delta", m.wait_depth_delta, 1, plans.MAX_STAGES) end
+  if m.early_read ~= nil and m.early_read ~= true then
+    util.fail("pipeline.mutate", ("early_read must be true (got %s)"):format(util.describe(m.early_read)))
+  end
+  if m.tx_delta ~= nil and cp then
+    util.fail("pipeline.mutate", "tx_delta: a cp.async plan arms no tx bytes (its full barrier counts arrivals)")
+  end
   if m.tx_delta ~= nil then
     util.int_in("pipeline.mutate", "tx_delta", m.tx_delta, -plan.tx_bytes, plans.MAX_TX - plan.tx_bytes)
     if m.tx_delta == 0 then util.fail("pipeline.mutate", "tx_delta = 0 changes nothing") end
@@ -110,6 +129,80 @@ function M.spec(plan, iterations, m)
   return { barriers = barriers, roles = roles }
 end
 
+-- A cp.async plan (one block: its copies land in its own stages only), with a role per warp: its
+-- lanes copy and arrive together (n arrivals in one step; skip_commit drops one lane's).
+--   producer warp: wait empty[s]; one copy per load into stage[s]; noinc arrival of its lanes on
+--     full[s] (completion "mbarrier") or commit_group ("group")
+--   consumer warp: ("group": wait_group with the groups committed after stage i in flight, then
+--     its lanes arrive on full[s]); wait full[s]; read stage[s]; its release arrivals on empty[s]
+--   unified: each warp produces and consumes, refilling stage i after it released iteration i - stages.
+function M.spec_cp(plan, iterations, m)
+  local S, r = plan.stages, plan.roles
+  local group = plan.completion == "group"
+  local arrivals = m.consumer_arrivals
+  local function release_n(w, lanes)
+    if arrivals then return w == 0 and arrivals or 0 end   -- the mutated count, from one warp
+    if r.release == "thread" then return lanes end
+    if r.release == "warp" then return 1 end
+    return w % 4 == 0 and 1 or 0
+  end
+  local function produce(t, lanes, i, state, first)
+    local s, pass = i % S, math.floor(i / S)
+    t:wait_parity(t.bar.empty[s], (1 + pass) % 2, pass - 1)
+    for _, l in ipairs(plan.loads) do t:cp_async(l.bytes, ("stage[%d]"):format(s), i) end
+    if group then
+      t:commit_group()
+      state.commits = i + 1
+    else
+      local n = lanes - ((m.skip_commit == i and first) and 1 or 0)
+      if n > 0 then t:cp_async_arrive(t.bar.full[s], n, true) end
+    end
+  end
+  local function consume(t, w, lanes, i, state)
+    local s, pass = i % S, math.floor(i / S)
+    local stage = ("stage[%d]"):format(s)
+    if m.early_read then t:read(stage, i) end
+    if group then
+      -- the groups committed after stage i may stay in flight (stages - 1 in the steady state);
+      -- wait_depth_delta lets that many more
+      t:wait_group(math.max(0, math.min(S - 1, state.commits - (i + 1))) + (m.wait_depth_delta or 0))
+      t:arrive(t.bar.full[s], lanes, pass)
+    end
+    local parity = pass % 2
+    if m.parity_flip then parity = 1 - parity end
+    t:wait_parity(t.bar.full[s], parity, pass)
+    t:read(stage, i)
+    local n = release_n(w, lanes)
+    if n > 0 then t:arrive(t.bar.empty[s], n, pass) end
+  end
+  local last = m.producer_exits_at and math.min(m.producer_exits_at, iterations) or iterations
+  local roles = {}
+  local function lanes_of(total, w) return math.min(32, total - 32 * w) end
+  if r.unified then
+    local warps = math.ceil(r.block / 32)
+    for w = 0, warps - 1 do
+      local lanes = lanes_of(r.block, w)
+      roles[("warp%02d"):format(w)] = function(t)
+        local state = { commits = 0 }
+        for i = 0, math.min(S, last) - 1 do produce(t, lanes, i, state, w == 0) end
+        for i = 0, iterations - 1 do
+          consume(t, w, lanes, i, state)
+          if i + S < last then produce(t, lanes, i + S, state, w == 0) end
+        end
+      end
+    end
+  else
+    roles.producer = { function(t, w)
+      local state = {}
+      for i = 0, last - 1 do produce(t, lanes_of(plan.producer_threads, w), i, state, w == 0) end
+    end, n = math.ceil(plan.producer_threads / 32) }
+    roles.consumer = { function(t, w)
+      for i = 0, iterations - 1 do consume(t, w, lanes_of(r.consumer_threads, w), i, {}) end
+    end, n = r.consumer_warps }
+  end
+  return { barriers = { full = { count = plan.full_count, n = S }, empty = { count = plan.empty_count, n = S } }, roles = roles }
+end
+
 -- Simulate; the result names the stage (and block) of the barrier at fault.
 function M.simulate(plan, o, m)
   o = o or {}
@@ -126,7 +219,7 @@ function M.simulate(plan, o, m)
     util.fail("pipeline.simulate", ("iterations x %s = %d x %d exceeds %d simulated iterations per call (split it over seeds)"):format(
               what, iterations, many, M.MAX_WORK))
   end
-  local spec = M.spec(plan, iterations, m)
+  local spec = plan.kind == "cp_async" and M.spec_cp(plan, iterations, m or {}) or M.spec(plan, iterations, m)
   spec.seed, spec.runs, spec.explore, spec.bound = o.seed, runs, o.explore, o.bound
   spec.async = o.async
   local r = protocol.run(spec)

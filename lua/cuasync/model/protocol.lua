@@ -8,17 +8,22 @@
 --   }
 --   r.ok, r.kind ("deadlock" | "tx_overflow" | "over_arrival" | "parity_aliasing" |
 --   "early_completion" (a copy landed after its phase completed: armed with too few bytes) |
---   "error" | "step_limit"), r.message, r.role, r.barrier, r.timeline[role], r.barriers[name], r:report()
+--   "race" (a read of a stage with a cp.async still landing in it) | "stale" (a read of a stage
+--   last filled for another iteration) | "error" | "step_limit"), r.message, r.role, r.barrier, r.timeline[role], r.barriers[name], r:report()
 -- Inside a role, t is the role's handle: t.bar.full[0] (arrays count from 0, as on the device),
 -- t:arrive(b[, n[, phase]]) t:arrive_drop(b[, n]) t:expect_tx(b, bytes) t:complete_tx(b, bytes)
 -- t:arrive_expect_tx(b, bytes[, n]) t:bulk(bytes, b) (lands later) t:wait_parity(b, parity[, phase])
--- t:wait(b, token) t:note(text). Every call is a step the scheduler orders. A wait may name the
+-- t:wait(b, token) t:note(text), and per-thread copies (model/async_copies.lua): t:cp_async(bytes,
+-- stage[, iteration]) t:commit_group() t:wait_group(n) t:cp_async_arrive(b[, n[, noinc]])
+-- t:read(stage[, iteration]); a read of a stage with a copy still landing there is a "race", one
+-- whose copies were for another iteration is "stale". Every call is a step the scheduler orders. A wait may name the
 -- phase it means (the phase number whose completion it waits for; -1 is the one before init);
 -- without it, the role's next phase of that barrier is assumed. A wait that passes on any other
 -- phase, or is overtaken by two phases, is parity aliasing. An arrive that names its phase and
 -- finds the barrier past it is an over-arrival (the phase completed without it). Pure Lua.
 local util = require("cuasync.util")
 local mbarrier = require("cuasync.model.mbarrier")
+local copies = require("cuasync.model.async_copies")
 
 local M = {}
 local WHERE = "model.run"
@@ -132,6 +137,11 @@ function Role:arrive_expect_tx(b, bytes, n) return step(self, { op = "arrive_exp
 function Role:bulk(bytes, b) return step(self, { op = "bulk", b = b, bytes = bytes }) end
 function Role:wait_parity(b, parity, phase) return step(self, { op = "wait_parity", b = b, parity = parity, phase = phase }) end
 function Role:wait(b, token) return step(self, { op = "wait", b = b, token = token }) end
+function Role:cp_async(bytes, stage, iteration) return step(self, { op = "cp_async", bytes = bytes, stage = stage, iteration = iteration }) end
+function Role:commit_group() return step(self, { op = "commit_group" }) end
+function Role:wait_group(n) return step(self, { op = "wait_group", n = n }) end
+function Role:cp_async_arrive(b, n, noinc) return step(self, { op = "cp_async_arrive", b = b, n = n or 1, noinc = noinc == true }) end
+function Role:read(stage, iteration) return step(self, { op = "read", stage = stage, iteration = iteration }) end
 function Role:note(text) self.log[#self.log + 1] = ("step %d: %s"):format(self.run.steps, tostring(text)) end
 
 local function bar_check(role, a, what)
@@ -142,8 +152,11 @@ local function bar_check(role, a, what)
 end
 
 -- Is the role's pending action enabled now? (Only waits can be disabled.)
+local BARRIERLESS = { cp_async = true, commit_group = true, wait_group = true, read = true }
+
 local function enabled(role, a)
   if a.op == "wait_parity" then return a.b.phase % 2 ~= a.parity end
+  if a.op == "wait_group" then return copies.wait_enabled(role, a) end
   if a.op == "wait" then return (a.b:test_wait(a.token)) end
   return true
 end
@@ -173,11 +186,20 @@ end
 
 -- Perform a role's action (it is enabled). Returns the value handed back to the role.
 local function perform(run, role, a)
+  if a.op == "cp_async" then return nil, copies.issue(run, role, a) end
+  if a.op == "commit_group" then return nil, copies.commit(role) end
+  if a.op == "wait_group" then return nil, copies.wait_done(role, a) end
+  if a.op == "read" then return nil, copies.read(run, role, a, fault) end
   local b = a.b
   local before = b:state()
   local name = role.name
   local ret, text
-  if a.op == "arrive" or a.op == "arrive_drop" then
+  if a.op == "cp_async_arrive" then
+    if not a.noinc and b.pending + a.n > mbarrier.MAX_COUNT then
+      fault("over_arrival", name, b.name, ("%s: cp.async.mbarrier.arrive raises %s's pending count past 2^20-1 (%s)"):format(name, b.name, b:state()))
+    end
+    return nil, copies.arrive_later(run, role, a)
+  elseif a.op == "arrive" or a.op == "arrive_drop" then
     check_arrivals(name, b, a.op, a.n)
     if a.phase and a.phase ~= b.phase then
       fault("over_arrival", name, b.name, ("%s: arrives on %s for phase %d but the barrier is at phase %d (%s): %s"):format(
@@ -255,12 +277,22 @@ local function resume(run, role, value)
   if type(action) ~= "table" or not action.op then
     fault("error", role.name, nil, ("%s yielded %s: roles act only through t's methods"):format(role.name, util.describe(action)))
   end
+  if BARRIERLESS[action.op] then
+    if action.op == "wait_group" and (not util.is_integer(action.n) or action.n < 0) then
+      fault("error", role.name, nil, ("%s: wait_group's n must be a non-negative integer (got %s)"):format(role.name, util.describe(action.n)))
+    end
+    if (action.op == "cp_async" or action.op == "read") and type(action.stage) ~= "string" then
+      fault("error", role.name, nil, ("%s: %s needs a stage name (got %s)"):format(role.name, action.op, util.describe(action.stage)))
+    end
+    role.action = action
+    return
+  end
   bar_check(role, action, action.op)
   if action.op == "wait" and (getmetatable(action.token) ~= mbarrier.Token or action.token.barrier ~= action.b) then
     fault("error", role.name, action.b.name, ("%s: wait on %s needs a token from that barrier's arrive (got %s)"):format(
           role.name, action.b.name, util.describe(action.token)))
   end
-  if (action.op == "arrive" or action.op == "arrive_drop" or action.op == "arrive_expect_tx")
+  if (action.op == "arrive" or action.op == "arrive_drop" or action.op == "arrive_expect_tx" or action.op == "cp_async_arrive")
      and (not util.is_integer(action.n) or action.n < 1) then
     fault("error", role.name, nil, ("%s: %s count must be a positive integer (got %s)"):format(role.name, action.op, util.describe(action.n)))
   end
@@ -285,6 +317,7 @@ local function overtaken(role)
 end
 
 local function describe_wait(a)
+  if a.op == "wait_group" then return ("waits for its cp.async groups (wait_group %d)"):format(a.n) end
   if a.op == "wait_parity" then
     return ("waits on %s for parity %d (%s)"):format(a.b.name, a.parity, a.b:state())
   end
@@ -314,7 +347,12 @@ local function one_run(spec, choose)
           if enabled(role, role.action) then options[#options + 1] = role end
         end
       end
-      for _, f in ipairs(run.inflight) do options[#options + 1] = f end
+      -- per-thread copies land late: in random exploration they are offered only when no role
+      -- can act, or one time in four (so that reads racing them are found); exhaustive offers all
+      local offer_late = spec.explore ~= "random" or #options == 0 or choose(4) == 1
+      for _, f in ipairs(run.inflight) do
+        if (not f.kind or offer_late) and copies.can_land(run, f) then options[#options + 1] = f end
+      end
       if #options == 0 then
         if not live then return end
         -- name the barrier most likely at fault: one left with tx bytes, else one that got only
@@ -324,8 +362,8 @@ local function one_run(spec, choose)
         for _, role in ipairs(roles) do
           if not role.done then
             local b = role.action.b
-            local r = b.tx ~= 0 and 3 or (b.pending < b.expected and 2 or 1)
-            if r > rank then first, rank = role, r end
+            local r = not b and 0 or b.tx ~= 0 and 3 or (b.pending < b.expected and 2 or 1)
+            if r > rank or not first then first, rank = role, r end
             local w = describe_wait(role.action)
             if not groups[w] then groups[w] = {}; order[#order + 1] = w end
             table.insert(groups[w], role.name)
@@ -339,7 +377,9 @@ local function one_run(spec, choose)
         end
         local b = first.action.b
         local why
-        if b.pending == 0 and b.tx < 0 then
+        if not b then
+          why = ("%s waits for cp.async groups that no copy in flight will complete"):format(first.name)
+        elseif b.pending == 0 and b.tx < 0 then
           why = ("%s has all its arrivals but its copies brought %d bytes more than the phase was armed with (expect_tx too small)"):format(b.name, -b.tx)
         elseif b.pending == 0 and b.tx > 0 then
           why = ("%s has all its arrivals but still expects %d bytes that no copy will bring (expect_tx too large, or a copy missing)"):format(b.name, b.tx)
@@ -349,7 +389,7 @@ local function one_run(spec, choose)
         else
           why = ("%s got no arrival in phase %d: whoever signals it is blocked or gone"):format(b.name, b.phase)
         end
-        fault("deadlock", first.name, b.name, ("deadlock at step %d: %s. %s"):format(run.steps,
+        fault("deadlock", first.name, b and b.name, ("deadlock at step %d: %s. %s"):format(run.steps,
               table.concat(lines, "; "), why))
       end
       run.steps = run.steps + 1
@@ -361,6 +401,12 @@ local function one_run(spec, choose)
         local value, text = perform(run, pick, pick.action)
         pick.log[#pick.log + 1] = ("step %d: %s"):format(run.steps, text)
         resume(run, pick, value)
+      elseif pick.kind then   -- a per-thread copy, or the arrival its copies trigger
+        for i, f in ipairs(run.inflight) do
+          if f == pick then table.remove(run.inflight, i) break end
+        end
+        local owner_log = pick.owner.log
+        owner_log[#owner_log + 1] = ("step %d: %s"):format(run.steps, copies.land(run, pick, check_arrivals))
       else
         for i, f in ipairs(run.inflight) do
           if f == pick then table.remove(run.inflight, i) break end

@@ -1,0 +1,44 @@
+// cp_async_cxx.cu — cp_async_copy.cu's streaming copy through libcu++ only: cuda::pipeline over
+// the whole block (unified) with STAGES stages, each tile issued with the block-wide
+// cuda::memcpy_async of 16-byte aligned size (cp.async underneath), as a user of libcu++ writes
+// it. The second yardstick of examples/cp_async_sweep.lua.
+#include <cuda/pipeline>
+#include <cooperative_groups.h>
+
+#ifndef STAGES
+#define STAGES 4
+#endif
+#ifndef TILE
+#define TILE 16384
+#endif
+#define THREADS 256
+#define VECS (TILE / 16)
+
+typedef unsigned long long u64;
+namespace cg = cooperative_groups;
+
+extern "C" __global__ void __launch_bounds__(THREADS) cxx_copy(uint4 *out, const uint4 *in, u64 tiles)
+{
+    extern __shared__ __align__(16) uint4 ring[];   // STAGES * VECS
+    __shared__ cuda::pipeline_shared_state<cuda::thread_scope_block, STAGES> state;
+    auto block = cg::this_thread_block();
+    auto pipe = cuda::make_pipeline(block, &state);
+    const u64 n = blockIdx.x < tiles ? (tiles - blockIdx.x + gridDim.x - 1) / gridDim.x : 0;
+    u64 fetched = 0;
+    for (u64 i = 0; i < n; ++i) {
+        for (; fetched < n && fetched < i + STAGES; ++fetched) {   // keep STAGES tiles in flight
+            pipe.producer_acquire();
+            cuda::memcpy_async(block, ring + (fetched % STAGES) * VECS, in + (blockIdx.x + fetched * gridDim.x) * (u64)VECS,
+                               cuda::aligned_size_t<16>(TILE), pipe);
+            pipe.producer_commit();
+        }
+        pipe.consumer_wait();
+        uint4 *o = out + (blockIdx.x + i * gridDim.x) * (u64)VECS;
+        const uint4 *stage = ring + (i % STAGES) * VECS;
+        for (int e = threadIdx.x; e < VECS; e += THREADS) {
+            const int v = (e + 32) % VECS;
+            o[v] = stage[v];
+        }
+        pipe.consumer_release();
+    }
+}

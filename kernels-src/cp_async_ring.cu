@@ -1,0 +1,54 @@
+// cp_async_ring.cu — cp_async_copy.cu's streaming copy written by hand on pipeline_ring<N>, as
+// a kernel engineer would without a plan: the vector count, the stage offsets and the barrier
+// counts are computed here. The yardstick the plan-built kernel is measured against
+// (examples/cp_async_sweep.lua): unified, every thread copies TILE / 16 / THREADS 16-byte
+// vectors per stage with cp.async.cg and commits them with cp.async.mbarrier.arrive.noinc.
+#include <cuasync/pipeline.cuh>
+
+#ifndef STAGES
+#define STAGES 4
+#endif
+#ifndef TILE
+#define TILE 16384
+#endif
+#define THREADS 256
+#define VECS (TILE / 16)
+#define VPT (VECS / THREADS)
+static_assert(VECS % THREADS == 0, "TILE must be a multiple of 16 x THREADS");
+
+typedef unsigned long long u64;
+namespace cpa = cuasync::cp_async;
+
+extern "C" __global__ void __launch_bounds__(THREADS) ring_copy(uint4 *out, const uint4 *in, u64 tiles)
+{
+    extern __shared__ __align__(16) uint4 ring[];   // STAGES * VECS
+    __shared__ cuasync::pipeline_ring<STAGES> pipe;
+    typedef cuasync::pipeline_ring<STAGES>::state state;
+    const u64 n = blockIdx.x < tiles ? (tiles - blockIdx.x + gridDim.x - 1) / gridDim.x : 0;
+    if (threadIdx.x == 0) pipe.init(THREADS, THREADS);
+    __syncthreads();
+    state prod = state::producer_start(), cons = state::consumer_start();
+    auto produce = [&](u64 i) {
+        pipe.producer_acquire(prod);
+        const uint4 *src = in + (blockIdx.x + i * gridDim.x) * (u64)VECS;
+#pragma unroll
+        for (int k = 0; k < VPT; ++k) {
+            const int v = threadIdx.x + k * THREADS;
+            cpa::copy_cg(&ring[prod.index * VECS + v], &src[v]);
+        }
+        pipe.producer_commit(prod);
+        prod.advance();
+    };
+    for (u64 i = 0; i < n && i < (u64)STAGES; ++i) produce(i);
+    for (u64 i = 0; i < n; ++i) {
+        pipe.consumer_wait(cons);
+        uint4 *o = out + (blockIdx.x + i * gridDim.x) * (u64)VECS;
+        for (int e = threadIdx.x; e < VECS; e += THREADS) {
+            const int v = (e + 32) % VECS;
+            o[v] = ring[cons.index * VECS + v];
+        }
+        pipe.consumer_release(cons);
+        cons.advance();
+        if (i + STAGES < n) produce(i + STAGES);
+    }
+}
