@@ -4,7 +4,8 @@
 // of `in` into the stage ring with cp.async; the consumer threads store each stage to `out` with
 // 16-byte stores, each thread storing vectors that other threads copied (so the pipeline's
 // barriers are what make the result right), and release it.
-//   cp_copy    out = in, tiles of the stage's bytes (a streaming copy through shared memory)
+//   cp_copy    out = in, tiles of the stage's bytes (a streaming copy through shared memory);
+//              planned with zero_fill, a last partial tile is padded with zeros
 //   cp_gather  out row r = in row idx[r], rows of Plan::load_row[0] bytes (a gather)
 // Both role forms: unified (producer = "all": every thread copies and consumes; tile i + stages
 // is issued after tile i is released) and partitioned (producer threads beside consumer warps).
@@ -24,12 +25,17 @@ typedef unsigned long long u64;
 constexpr unsigned TILE = Plan::load_box_bytes[Plan::x];   // bytes per stage
 constexpr unsigned ROW = Plan::load_row[Plan::x];
 
-// The source of tile t: contiguous, or rows gathered through idx.
+// The source of tile t: contiguous (of `bytes` in all: with zero_fill planned, a last partial
+// tile reads as zeros past the end), or rows gathered through idx.
 struct contiguous {
+    static constexpr bool is_contiguous = true;
     const unsigned char *in;
+    u64 bytes;
     __device__ const unsigned char *tile(u64 t) const { return in + t * TILE; }
+    __device__ unsigned valid(u64 t) const { return bytes - t * TILE < TILE ? (unsigned)(bytes - t * TILE) : TILE; }
 };
 struct gathered {
+    static constexpr bool is_contiguous = false;
     const unsigned char *in;
     const unsigned *idx;
     __device__ auto tile(u64 t) const
@@ -44,7 +50,10 @@ template <class Source>
 __device__ __forceinline__ void produce(Pipe &pipe, const Pipe::state &st, const Source &src, u64 t)
 {
     pipe.producer_acquire(st);
-    pipe.producer_copy(st, Plan::x, src.tile(t));
+    if constexpr (Plan::load_zero_fill[Plan::x] && Source::is_contiguous)
+        pipe.template producer_copy<Plan::x>(st, src.tile(t), src.valid(t));
+    else
+        pipe.producer_copy(st, Plan::x, src.tile(t));
     if (PLANTED == 1 && st.iteration == 2 && threadIdx.x == 5) return;
     pipe.producer_commit(st);
 }
@@ -87,9 +96,10 @@ __device__ __forceinline__ void run(uint4 *out, const Source &src, u64 tiles)
     }
 }
 
-extern "C" __global__ void __launch_bounds__(Plan::block) cp_copy(uint4 *out, const uint4 *in, u64 tiles)
+// out holds whole tiles: (bytes + TILE - 1) / TILE of them.
+extern "C" __global__ void __launch_bounds__(Plan::block) cp_copy(uint4 *out, const uint4 *in, u64 bytes)
 {
-    run(out, contiguous{ reinterpret_cast<const unsigned char *>(in) }, tiles);
+    run(out, contiguous{ reinterpret_cast<const unsigned char *>(in), bytes }, (bytes + TILE - 1) / TILE);
 }
 
 extern "C" __global__ void __launch_bounds__(Plan::block) cp_gather(uint4 *out, const uint4 *in, const unsigned *idx, u64 tiles)

@@ -230,6 +230,46 @@ describe("watchdog", function()
     msrc:close(); mdst:close(); src:close(); dst:close()
   end)
 
+  it("names a cp.async pipeline's missing arrival on full: commits received of expected, per form", function()
+    for _, completion in ipairs({ "mbarrier", "group" }) do
+      local P = cuasync.pipeline{ name = "cp", stages = 4, completion = completion, loads = { { cp_async = 16384, name = "x" } },
+                                  producer = "all", consumer = { warps = 8 } }
+      local mod = { name = "cp_async_copy.cu", watch = { last = "cp_copy" }, program = { hooks = { plan = P } } }
+      -- iteration 6 (pass 1) of stage 2: phase 0 took 256 arrivals, phase 1 has 255
+      local e = watchdog.error_from(record{ offset = P.full_offset + 16, parity = 1, stage = 2, role = 2, iteration = 6,
+                                            received = 256 + 255 }, mod, true)
+      assert.equal(("cuasync.watchdog: kernel 'cp_copy' hung: block (17,0,0) warp 4 (consumer) waited 2000 ms on full[2] of pipeline 'cp' (stage 2, parity 1, iteration 6); full[2] has received 255 of the 256 arrivals of phase 1 (%s)"):format(
+        completion == "group" and "one per thread, after its wait_group" or "one cp.async.mbarrier.arrive.noinc per producer thread"), tostring(e))
+      local x = e:explain()
+      assert.truthy(x:find("replayed in the CPU model: 1 phases, then 255 noinc arrivals, leave full[2] at phase 1, pending 1 of 256, tx 0; test_wait.parity(1) = false", 1, true), x)
+      assert.truthy(x:find(("likely cause: an arrival missing: 255 of the 256 threads arrived for iteration 6, 1 never did (%s"):format(
+        completion == "group" and "a thread that left its loop" or "a producer thread that skipped producer_commit"), 1, true), x)
+    end
+  end)
+
+  gpu_it("raises a planted hang of each cp.async completion form, naming stage, role, iteration and arrivals", function()
+    local cp = require("cuasync.kernels.cp_async")
+    local src, host = H.random_words(W * Hh)
+    local dst = cuasync.alloc(W * Hh * 4)
+    local tm = cuasync.tensormap{ buffer = src, dtype = "f32", dims = { W, Hh }, box = { BX, BY } }
+    local failures = {}
+    for planted, completion in ipairs({ "mbarrier", "group" }) do
+      local v = cp.build({ completion = completion, stages = 4, tile = 16384, planted = planted, watchdog = { timeout_ms = TIMEOUT } },
+                         { dst = dst, src = src, bytes = W * Hh * 4, grid = 1 })
+      local err, ms = expect_hang(v.run)
+      print(("\n%.0f ms: %s \n  %s"):format(ms, tostring(err), err:explain():match("likely cause: [^\n]*")))
+      local ok, why = pcall(function()
+        assert.same({ "full[2]", 2, "consumer", 2, "cp" }, { err.barrier, err.stage, err.role, err.iteration, err.pipeline })
+        assert.truthy(tostring(err):find("full[2] has received 255 of the 256 arrivals of phase 0", 1, true), tostring(err))
+        assert.truthy(err:explain():find("an arrival missing: 255 of the 256 threads arrived for iteration 2", 1, true), err:explain())
+      end)
+      if not ok then failures[#failures + 1] = completion .. ": " .. tostring(why) end
+      verify_after(src, host, dst, tm)
+    end
+    assert.equal(0, #failures, table.concat(failures, "\n"))
+    src:close(); dst:close()
+  end)
+
   gpu_it("without the watchdog the same hangs raise \"still running\" under synchronize{ timeout_ms }", function()
     for _, hang in ipairs({ 1, 2, 3, 4, 5 }) do
       local ok, out = H.luajit(([[
