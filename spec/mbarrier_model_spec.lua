@@ -165,7 +165,7 @@ describe("model.mbarrier", function()
     local raw = ffi.new("uint64_t[?]", cells)
     dobs:download_to(obs, cells * 4); dpend:download_to(pend, cells * 4); draw:download_to(raw, cells * 8)
     local bad, first = 0, {}
-    local bad_wait, bad_pending, late, noinc = 0, 0, 0, 0
+    local bad_wait, bad_pending, late, noinc, late_before, late_after = 0, 0, 0, 0, 0, 0
     local observations = 0
     for s = 0, N - 1 do
       local want = ops.predict(seqs[s].count, seqs[s].ops)
@@ -174,13 +174,16 @@ describe("model.mbarrier", function()
         observations = observations + 2 + kk
         if seqs[s].ops[kk][1] == ops.CP_ASYNC_NOINC then noinc = noinc + 1 end
         if obs[at] >= 0x80000000 then
-          -- the arrival had not landed when the kernel's bound ran out: the barrier must then read
-          -- as the model's state with the arrival still in flight (as before the op; no token),
+          -- the barrier word did not change within the kernel's bound: the barrier must then read
+          -- as the model's state either with the arrival still in flight (as before the op) or
+          -- with it landed (the H200 showed both: its raw word is no reliable view of the state),
           -- and the sequence ends here on the device
           late = late + 1
-          w = { word = kk > 1 and want[kk - 1].word or 2, pending = 0xFFFFFFFF,
-                state = (kk > 1 and want[kk - 1].state or "fresh") .. ", the arrival in flight" }
           obs[at] = obs[at] - 0x80000000
+          local before = kk > 1 and want[kk - 1].word or 2
+          if obs[at] == before then late_before = late_before + 1 else late_after = late_after + 1 end
+          w = { word = obs[at] == before and before or w.word, pending = 0xFFFFFFFF,
+                state = w.state .. " (landed) or " .. (kk > 1 and want[kk - 1].state or "fresh") .. " (in flight)" }
         end
         if obs[at] ~= w.word or pend[at] ~= w.pending then
           bad = bad + 1
@@ -193,11 +196,11 @@ describe("model.mbarrier", function()
               s, seqs[s].count, kk, table.concat(done, ", "), obs[at], pend[at], bit.tohex(raw[at]), w.word, w.pending, w.state)
           end
         end
-        if w.state:find("in flight", 1, true) then break end
+        if w.state:find("(in flight)", 1, true) then break end
       end
     end
-    print(("\nmbarrier model vs H/W: %d sequences x %d ops (%d of them cp.async noinc arrivals), %d observations, seed %d: %d mismatches (%d in test_wait, %d in pending_count); %d noinc arrivals not landed within the kernel's bound (their sequences end there)"):format(
-      N, MAX_OPS, noinc, observations, seed, bad, bad_wait, bad_pending, late))
+    print(("\nmbarrier model vs H/W: %d sequences x %d ops (%d of them cp.async noinc arrivals), %d observations, seed %d: %d mismatches (%d in test_wait, %d in pending_count); %d noinc arrivals left the barrier word unchanged within the kernel's bound (%d read as in flight, %d as landed; their sequences end there)"):format(
+      N, MAX_OPS, noinc, observations, seed, bad, bad_wait, bad_pending, late, late_before, late_after))
     assert.is_true(noinc >= 1000, "the sequences hold too few cp.async noinc arrivals")
     assert.is_true(late <= noinc / 10, ("%d of %d noinc arrivals did not land within the bound"):format(late, noinc))
     assert.equal(0, bad, table.concat(first, "\n"))
