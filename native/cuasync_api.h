@@ -34,6 +34,9 @@
     X(cuMemcpyDtoD, 3020, CUresult, (CUdeviceptr dst, CUdeviceptr src, size_t bytes)) \
     X(cuMemcpyDtoDAsync, 3020, CUresult, (CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream s)) \
     X(cuMemsetD8, 3020, CUresult, (CUdeviceptr dst, unsigned char value, size_t count)) \
+    X(cuMemcpyHtoDAsync, 3020, CUresult, (CUdeviceptr dst, const void *src, size_t bytes, CUstream s)) \
+    X(cuMemcpyDtoHAsync, 3020, CUresult, (void *dst, CUdeviceptr src, size_t bytes, CUstream s)) \
+    X(cuMemsetD8Async, 3020, CUresult, (CUdeviceptr dst, unsigned char value, size_t count, CUstream s)) \
     X(cuModuleLoadData, 2000, CUresult, (CUmodule *mod, const void *image)) \
     X(cuModuleUnload, 2000, CUresult, (CUmodule mod)) \
     X(cuModuleGetFunction, 2000, CUresult, (CUfunction *fn, CUmodule mod, const char *name)) \
@@ -68,7 +71,21 @@
         const unsigned long long *dims, const unsigned long long *strides, const int *lower, const int *upper, \
         unsigned channels, unsigned pixels, const unsigned *element_strides, int interleave, int swizzle, \
         int l2_promotion, int oob_fill)) \
-    X(cuTensorMapReplaceAddress, 12000, CUresult, (CUtensorMap *map, void *address))
+    X(cuTensorMapReplaceAddress, 12000, CUresult, (CUtensorMap *map, void *address)) \
+    X(cuStreamBeginCapture, 10010, CUresult, (CUstream s, int mode)) \
+    X(cuStreamEndCapture, 10000, CUresult, (CUstream s, CUgraph *graph)) \
+    X(cuStreamIsCapturing, 10000, CUresult, (CUstream s, int *status)) \
+    X(cuGraphInstantiateWithFlags, 11040, CUresult, (CUgraphExec *exec, CUgraph graph, unsigned long long flags)) \
+    X(cuGraphLaunch, 10000, CUresult, (CUgraphExec exec, CUstream s)) \
+    X(cuGraphUpload, 11010, CUresult, (CUgraphExec exec, CUstream s)) \
+    X(cuGraphExecUpdate, 12000, CUresult, (CUgraphExec exec, CUgraph graph, CUgraphExecUpdateResultInfo *info)) \
+    X(cuGraphDestroy, 10000, CUresult, (CUgraph graph)) \
+    X(cuGraphExecDestroy, 10000, CUresult, (CUgraphExec exec)) \
+    X(cuGraphGetNodes, 10000, CUresult, (CUgraph graph, CUgraphNode *nodes, size_t *count)) \
+    X(cuGraphNodeGetType, 10000, CUresult, (CUgraphNode node, int *type)) \
+    X(cuGraphGetEdges, 12030, CUresult, (CUgraph graph, CUgraphNode *from, CUgraphNode *to, \
+        CUgraphEdgeData *edges, size_t *count)) \
+    X(cuGraphDebugDotPrint, 11030, CUresult, (CUgraph graph, const char *path, unsigned int flags))
 
 /* NVRTC has no proc-address call: the loader resolves these with dlsym from the library it opened. */
 typedef struct _nvrtcProgram *nvrtcProgram;

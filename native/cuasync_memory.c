@@ -84,3 +84,31 @@ int cuasync_mem_set8(CUdeviceptr dst, unsigned char value, size_t bytes, char *e
                "filling %zu bytes at device 0x%llx with 0x%02x", bytes, dst, value);
     return CUASYNC_OK;
 }
+
+/* The stream-ordered forms: enqueued on `stream` (captured into a graph while it captures). */
+int cuasync_mem_htod_async(CUdeviceptr dst, const void *src, size_t bytes, CUstream stream,
+                           char *err, size_t errlen)
+{
+    CUASYNC_READY(err, errlen);
+    CUASYNC_CU(cuMemcpyHtoDAsync, (dst, src, bytes, stream), err, errlen,
+               "copying %zu bytes from host %p to device 0x%llx on a stream", bytes, src, dst);
+    return CUASYNC_OK;
+}
+
+int cuasync_mem_dtoh_async(void *dst, CUdeviceptr src, size_t bytes, CUstream stream,
+                           char *err, size_t errlen)
+{
+    CUASYNC_READY(err, errlen);
+    CUASYNC_CU(cuMemcpyDtoHAsync, (dst, src, bytes, stream), err, errlen,
+               "copying %zu bytes from device 0x%llx to host %p on a stream", bytes, src, dst);
+    return CUASYNC_OK;
+}
+
+int cuasync_mem_set8_async(CUdeviceptr dst, unsigned char value, size_t bytes, CUstream stream,
+                           char *err, size_t errlen)
+{
+    CUASYNC_READY(err, errlen);
+    CUASYNC_CU(cuMemsetD8Async, (dst, value, bytes, stream), err, errlen,
+               "filling %zu bytes at device 0x%llx with 0x%02x on a stream", bytes, dst, value);
+    return CUASYNC_OK;
+}

@@ -16,5 +16,12 @@ int cuasync_mem_dtoh(void *dst, CUdeviceptr src, size_t bytes, char *err, size_t
 int cuasync_mem_dtod(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream,
                      char *err, size_t errlen);
 int cuasync_mem_set8(CUdeviceptr dst, unsigned char value, size_t bytes, char *err, size_t errlen);
+/* The same on a stream (the caller keeps host memory alive until the copy ran). */
+int cuasync_mem_htod_async(CUdeviceptr dst, const void *src, size_t bytes, CUstream stream,
+                           char *err, size_t errlen);
+int cuasync_mem_dtoh_async(void *dst, CUdeviceptr src, size_t bytes, CUstream stream,
+                           char *err, size_t errlen);
+int cuasync_mem_set8_async(CUdeviceptr dst, unsigned char value, size_t bytes, CUstream stream,
+                           char *err, size_t errlen);
 
 #endif

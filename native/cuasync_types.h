@@ -14,6 +14,9 @@ typedef struct CUmod_st *CUmodule;
 typedef struct CUfunc_st *CUfunction;
 typedef struct CUstream_st *CUstream;
 typedef struct CUevent_st *CUevent;
+typedef struct CUgraph_st *CUgraph;
+typedef struct CUgraphExec_st *CUgraphExec;
+typedef struct CUgraphNode_st *CUgraphNode;
 
 /* CUlaunchAttributeValue is a 64-byte union; cuasync sets only the members named here. The real
  * one holds pointers (CUevent), hence 8-byte alignment: align_as_pointer keeps that. */
@@ -23,6 +26,7 @@ typedef union CUlaunchAttributeValue_union {
     int clusterSchedulingPolicyPreference;
     int cooperative;
     int priority;
+    int programmaticStreamSerializationAllowed;
     void *align_as_pointer;
 } CUlaunchAttributeValue;
 
@@ -47,11 +51,27 @@ typedef struct CUtensorMap_st {
     __attribute__((aligned(128))) unsigned long long opaque[16];
 } CUtensorMap;
 
+/* What cuGraphExecUpdate says of an update it refused (the driver's own struct). */
+typedef struct CUgraphExecUpdateResultInfo_st {
+    int result;                       /* CUgraphExecUpdateResult: 0 is success */
+    CUgraphNode errorNode;
+    CUgraphNode errorFromNode;
+} CUgraphExecUpdateResultInfo;
+
+/* One edge of a graph (cuGraphGetEdges since CUDA 12.3): type 1 is a programmatic edge (PDL). */
+typedef struct CUgraphEdgeData_st {
+    unsigned char from_port;
+    unsigned char to_port;
+    unsigned char type;
+    unsigned char reserved[5];
+} CUgraphEdgeData;
+
 enum { CUASYNC_CUDA_ERROR_NOT_READY = 600 };
 enum {
     CUASYNC_CU_LAUNCH_ATTRIBUTE_COOPERATIVE = 2,
     CUASYNC_CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4,
-    CUASYNC_CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE = 5
+    CUASYNC_CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE = 5,
+    CUASYNC_CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6
 };
 enum {
     CUASYNC_CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 0,

@@ -14,6 +14,11 @@ local FIELDS = {
   { "CUlaunchAttribute", nil }, { "CUlaunchAttribute", "id" }, { "CUlaunchAttribute", "value" },
   { "CUlaunchAttributeValue", nil }, { "CUlaunchAttributeValue", "clusterDim" },
   { "CUlaunchAttributeValue", "clusterSchedulingPolicyPreference" },
+  { "CUlaunchAttributeValue", "programmaticStreamSerializationAllowed" },
+  { "CUgraphExecUpdateResultInfo", nil }, { "CUgraphExecUpdateResultInfo", "result" },
+  { "CUgraphExecUpdateResultInfo", "errorNode" }, { "CUgraphExecUpdateResultInfo", "errorFromNode" },
+  { "CUgraphEdgeData", nil }, { "CUgraphEdgeData", "from_port" }, { "CUgraphEdgeData", "to_port" },
+  { "CUgraphEdgeData", "type" },
   { "CUtensorMap", nil },
 }
 

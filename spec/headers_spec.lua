@@ -46,6 +46,7 @@ extern "C" __global__ void every_wrapper(const __grid_constant__ cuasync::tensor
     arrive(); arrive_relaxed(); wait(); sync(); arrive_remote(&bar, 1);
   }
   stage_state<4> s = stage_state<4>::producer_start(); s.advance(); g[2] = s.phase + s.index;
+  pdl::launch_dependents(); pdl::wait();
   mbarrier::inval(&bar);
 }
 ]]
@@ -87,6 +88,7 @@ local EXPECT = {
   "barrier.cluster.wait.acquire;",
   "cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes",
   "cp.async.bulk.tensor.5d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes",
+  "griddepcontrol.launch_dependents;", "griddepcontrol.wait;",
 }
 
 local function compile_error(src, arch)
@@ -110,6 +112,8 @@ describe("device headers", function()
     { "cuasync::mbarrier::expect_tx(0, 16)", "cuasync: expect_tx needs sm_90 (PTX ISA 8.0)" },
     { "cuasync::cluster::map_shared_addr(0, 1)", "cuasync: map_shared_addr needs sm_90 (PTX ISA 8.0)" },
     { "cuasync::cluster::arrive()", "cuasync: arrive needs sm_90 (PTX ISA 8.0)" },
+    { "cuasync::pdl::wait()", "cuasync: pdl::wait needs sm_90 (PTX ISA 8.0)" },
+    { "cuasync::pdl::launch_dependents()", "cuasync: pdl::launch_dependents needs sm_90 (PTX ISA 8.0)" },
   }) do
     it("refuses " .. case[1] .. " for sm_80 by name", function()
       local src = '#include <cuasync/cuasync.cuh>\nextern "C" __global__ void k() { ' .. case[1] .. '; }\n'

@@ -114,6 +114,7 @@ local EXPECT = {
   ["cp_async_ring.cu"] = {
     "cp.async.cg.shared.global", "cp.async.mbarrier.arrive.noinc.shared::cta.b64", "mbarrier.try_wait.parity.shared::cta.b64",
   },
+  ["graph_steps.cu"] = { "griddepcontrol.launch_dependents;", "griddepcontrol.wait;", "%globaltimer" },
   ["cp_async_cxx.cu"] = { "cp.async.cg.shared.global", "cp.async.mbarrier.arrive", "mbarrier.try_wait" },
   ["pipeline_multicast.cu"] = {
     "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster",

@@ -25,7 +25,7 @@ describe("cuasync launch config", function()
     { nil, "cuasync.launch: config must be a table {grid = ..., block = ...} (got nil)" },
     { { block = 1 }, "cuasync.launch: grid is required" },
     { { grid = 1 }, "cuasync.launch: block is required" },
-    { { grid = 1, block = 1, blocks = 2 }, "cuasync.launch: unknown field 'blocks' (fields: block, cluster, cluster_policy, cooperative, grid, non_portable, smem, stream)" },
+    { { grid = 1, block = 1, blocks = 2 }, "cuasync.launch: unknown field 'blocks' (fields: block, cluster, cluster_policy, cooperative, grid, non_portable, programmatic, smem, stream)" },
     { { grid = 0, block = 1 }, "cuasync.launch: grid.x must be a positive integer (got 0)" },
     { { grid = -4, block = 1 }, "cuasync.launch: grid.x must be a positive integer (got -4)" },
     { { grid = 1.5, block = 1 }, "cuasync.launch: grid.x must be a positive integer (got 1.5)" },
@@ -47,12 +47,25 @@ describe("cuasync launch config", function()
     { { grid = 4, block = 1, cluster = 2, non_portable = 1 }, "cuasync.launch: non_portable must be a boolean (got number)" },
     { { grid = 4, block = 1, cluster = 2, cluster_policy = "fast" }, 'cuasync.launch: cluster_policy must be "default", "spread" or "load_balancing" (got "fast")' },
     { { grid = 4, block = 1, cluster_policy = "spread" }, "cuasync.launch: cluster_policy needs cluster dims" },
+    { { grid = 4, block = 1, programmatic = "yes" }, "cuasync.launch: programmatic must be a boolean (got string)" },
   }
   for i, c in ipairs(cases) do
     it("rejects bad config " .. i .. " before the driver", function()
       assert.has.error(function() check(c[1], sm90) end, c[2])
     end)
   end
+
+  it("takes programmatic = true on sm_90 and refuses it below, for the device and for the kernel", function()
+    assert.is_true(check({ grid = 2, block = 32, programmatic = true }, sm90).programmatic)
+    assert.is_false(check({ grid = 2, block = 32 }, sm90).programmatic)
+    local sm80 = {}
+    for k, v in pairs(sm90) do sm80[k] = v end
+    sm80.cc, sm80.name = 80, "sm_80 (A100)"
+    assert.has.error(function() check({ grid = 2, block = 32, programmatic = true }, sm80) end,
+      "cuasync.launch: programmatic = true needs compute capability 9.0 or newer (programmatic dependent launch); sm_80 (A100) is 8.0")
+    assert.has.error(function() check({ grid = 2, block = 32, programmatic = true }, sm90, { max_threads = 1024, static_smem = 0, binary_version = 80 }, "k") end,
+      "cuasync.launch: programmatic = true: kernel 'k' is built for sm_80, which has no griddepcontrol (build it for sm_90 or newer)")
+  end)
 
   it("checks the kernel's own limits", function()
     assert.has.error(function() check({ grid = 1, block = 1024 }, sm90, kattrs, "k") end,

@@ -84,7 +84,7 @@ describe("module", function()
     assert.has.error(function() k:launch(cfg, p) end, "cuasync.launch: grid.x must be a positive integer (got 0)")
     cfg.grid, cfg.blocks = 1, 1
     assert.has.error(function() k:launch(cfg, p) end,
-      "cuasync.launch: unknown field 'blocks' (fields: block, cluster, cluster_policy, cooperative, grid, non_portable, smem, stream)")
+      "cuasync.launch: unknown field 'blocks' (fields: block, cluster, cluster_policy, cooperative, grid, non_portable, programmatic, smem, stream)")
     cuasync.synchronize()
     assert.equal(11 * 96 + 64, p:download("uint32_t", 1)[0])
     -- a kernel without parameters, launched again through the cache

@@ -179,6 +179,20 @@ describe("watchdog", function()
       local ok, why = pcall(check, err, P)
       if not ok then failures[#failures + 1] = ("hang %d: %s"):format(hang, tostring(why)) end
       verify_after(src, host, dst, tm)
+      -- the same hang once more, replayed from a graph: the same post-mortem, naming the node
+      local G = cuasync.graph(function(s)
+        k:launch(P:launch_config{ grid = 1, stream = s }, tm, dst, W, tiles_x, ntiles)
+      end, { name = "planted" .. hang })
+      local gerr = expect_hang(function() G:launch() end)
+      local gok, gwhy = pcall(function()
+        assert.same({ err.barrier, err.stage, err.role, err.iteration, err.parity },
+                    { gerr.barrier, gerr.stage, gerr.role, gerr.iteration, gerr.parity })
+        assert.truthy(tostring(gerr):find(("cuasync.watchdog: kernel 'planted' (node 1 of graph 'planted%d') hung: block (0,0,0)"):format(hang), 1, true),
+                      tostring(gerr))
+      end)
+      if not gok then failures[#failures + 1] = ("hang %d in a graph: %s"):format(hang, tostring(gwhy)) end
+      G:close()
+      verify_after(src, host, dst, tm)
     end
     -- 1: 16 bytes too many armed (S tiles: only the consumers wait)
     planted(1, { TX_DELTA = 16 }, S, function(err, P)

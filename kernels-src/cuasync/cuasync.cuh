@@ -10,3 +10,4 @@
 #include <cuasync/pipeline.cuh>
 #include <cuasync/cluster.cuh>
 #include <cuasync/warpgroup.cuh>
+#include <cuasync/pdl.cuh>

@@ -5,6 +5,8 @@ local device = require("cuasync.device")
 local util = require("cuasync.util")
 local handle = require("cuasync.handle")
 local watchdog = require("cuasync.watchdog")
+local streams = require("cuasync.stream")
+local capture = require("cuasync.capture")
 require("cuasync.cdef.memory")
 
 local C, errbuf, ERRLEN = native.C, native.errbuf, native.ERRLEN
@@ -63,9 +65,26 @@ local function range(where, b, bytes, offset)
   return offset
 end
 
--- :upload(src[, bytes[, offset]]): host data (string, host buffer, cdata array or pointer + bytes)
--- or another device buffer into this one at offset.
-function Buffer:upload(src, bytes, offset)
+-- The stream a copy or fill is enqueued on: nil (the default stream; the host copies wait for
+-- it) or a cuasync.stream(). Inside cuasync.graph's function it must be the capturing stream
+-- (the operation becomes the graph's next node); host memory the graph will read or write at
+-- each replay must be a host buffer, which the graph keeps alive.
+local function on_stream(where, stream, host, keep)
+  local h = streams.handle(stream)
+  if capture.state.active then
+    if host ~= nil and not ffi.istype(host_buffer_t, host) then
+      util.fail(where, ("cannot run inside cuasync.graph's function with %s host memory: a graph replays the copy from the same address every launch, so the host side must be a cuasync.host_alloc buffer (the graph keeps it alive)"):format(
+        type(host) == "string" and "a string as" or "cdata as"))
+    end
+    capture.enqueue(where, where == "buffer.fill" and "the fill" or "the copy", h, keep)
+  end
+  return h
+end
+
+-- :upload(src[, bytes[, offset[, stream]]]): host data (string, host buffer, cdata array or
+-- pointer + bytes) or another device buffer into this one at offset. Without a stream, a host
+-- copy is done when upload returns; on a stream it is enqueued there.
+function Buffer:upload(src, bytes, offset, stream)
   open_buffer("buffer.upload", self)
   if bytes ~= nil then util.count("buffer.upload", "bytes", bytes, true) end
   if ffi.istype(buffer_t, src) then
@@ -75,13 +94,19 @@ function Buffer:upload(src, bytes, offset)
       util.fail("buffer.upload", ("bytes = %d but the source buffer holds %d"):format(bytes, tonumber(src.nbytes)))
     end
     offset = range("buffer.upload", self, bytes, offset)
-    -- queued on the default stream: ordered with kernels and later copies, no host wait
-    native.check(C.cuasync_mem_dtod(self.ptr + offset, src.ptr, bytes, nil, errbuf, ERRLEN))
+    -- queued on the stream: ordered with kernels and later copies, no host wait
+    local h = on_stream("buffer.upload", stream, nil, { self, src })
+    native.check(C.cuasync_mem_dtod(self.ptr + offset, src.ptr, bytes, h, errbuf, ERRLEN))
     return self
   end
   local p, n = host_view("buffer.upload", src, bytes)
   offset = range("buffer.upload", self, n, offset)
-  native.check(C.cuasync_mem_htod(self.ptr + offset, p, n, errbuf, ERRLEN))
+  if stream == nil and not capture.state.active then
+    native.check(C.cuasync_mem_htod(self.ptr + offset, p, n, errbuf, ERRLEN))
+  else
+    local h = on_stream("buffer.upload", stream, src, { self, src })
+    native.check(C.cuasync_mem_htod_async(self.ptr + offset, p, n, h, errbuf, ERRLEN))
+  end
   return self
 end
 
@@ -99,6 +124,7 @@ end
 -- :download([ctype[, n]]) -> a new cdata array ctype[n] (default uint8_t, the whole buffer).
 function Buffer:download(ctype, n)
   open_buffer("buffer.download", self)
+  capture.refuse("buffer.download", "a download returns the data now, and a capture only records work to replay (download after G:launch, or buf:download_to(host_buffer, bytes, offset, s) inside)")
   local ct, vla = element_type("buffer.download", ctype or "uint8_t")
   local esize = ffi.sizeof(ct)
   if not esize or esize == 0 then util.fail("buffer.download", "ctype has no size") end
@@ -119,25 +145,37 @@ function Buffer:download(ctype, n)
   return out
 end
 
--- :download_to(dst[, bytes[, offset]]): into caller-owned host memory (host buffer or cdata).
-function Buffer:download_to(dst, bytes, offset)
+-- :download_to(dst[, bytes[, offset[, stream]]]): into caller-owned host memory (host buffer or
+-- cdata). Without a stream it is done when it returns; on a stream it is enqueued there (dst
+-- must then stay alive until the stream's work is done: a host buffer is the safe choice).
+function Buffer:download_to(dst, bytes, offset, stream)
   open_buffer("buffer.download_to", self)
   if type(dst) == "string" then util.fail("buffer.download_to", "dst must be writable host memory (got string)") end
   local p, n = host_view("buffer.download_to", dst, bytes)
   offset = range("buffer.download_to", self, n, offset)
-  watchdog.check(C.cuasync_mem_dtoh(p, self.ptr + offset, n, errbuf, ERRLEN))
+  if stream == nil and not capture.state.active then
+    watchdog.check(C.cuasync_mem_dtoh(p, self.ptr + offset, n, errbuf, ERRLEN))
+  else
+    local h = on_stream("buffer.download_to", stream, dst, { self, dst })
+    native.check(C.cuasync_mem_dtoh_async(p, self.ptr + offset, n, h, errbuf, ERRLEN))
+  end
   return dst
 end
 
--- :fill(byte[, bytes[, offset]])
-function Buffer:fill(byte, bytes, offset)
+-- :fill(byte[, bytes[, offset[, stream]]])
+function Buffer:fill(byte, bytes, offset, stream)
   open_buffer("buffer.fill", self)
   if not util.is_integer(byte) or byte < 0 or byte > 255 then
     util.fail("buffer.fill", ("byte must be an integer 0..255 (got %s)"):format(util.describe(byte)))
   end
   bytes = bytes or tonumber(self.nbytes)
   offset = range("buffer.fill", self, bytes, offset)
-  native.check(C.cuasync_mem_set8(self.ptr + offset, byte, bytes, errbuf, ERRLEN))
+  if stream == nil and not capture.state.active then
+    native.check(C.cuasync_mem_set8(self.ptr + offset, byte, bytes, errbuf, ERRLEN))
+  else
+    local h = on_stream("buffer.fill", stream, nil, self)
+    native.check(C.cuasync_mem_set8_async(self.ptr + offset, byte, bytes, h, errbuf, ERRLEN))
+  end
   return self
 end
 

@@ -4,6 +4,7 @@ local native = require("cuasync.native")
 local util = require("cuasync.util")
 local watchdog = require("cuasync.watchdog")
 local handle = require("cuasync.handle")
+local capture = require("cuasync.capture")
 require("cuasync.cdef.device")
 require("cuasync.cdef.loader")
 
@@ -31,7 +32,8 @@ function Device:limits()
 end
 
 function Device:synchronize(what)
-  watchdog.check(C.cuasync_device_synchronize(what or "synchronizing the device", errbuf, ERRLEN))
+  capture.refuse("device.synchronize", "a wait on the host cannot be captured, a graph only records work to replay (wait after G:launch)")
+  watchdog.check(C.cuasync_device_synchronize(what or "synchronizing the device", errbuf, ERRLEN), true)
 end
 
 function Device:mem_info()
@@ -105,6 +107,7 @@ end
 -- sticky error (a trap, an illegal address) the driver makes no new context in this process
 -- (measured on the H200, driver 580): reset() still marks everything dead and then says so.
 function M.reset()
+  capture.refuse("reset", "a reset ends the context the capture belongs to (end the function first)")
   local dev = M.peek()
   if not dev then util.fail("reset", "no device is open") end
   local rc = C.cuasync_device_reset(dev.ordinal, errbuf, ERRLEN)
@@ -116,6 +119,17 @@ function M.reset()
     util.fail("reset", ("the driver made no new context for device %d after the reset (%s): after a sticky error only a new process uses the GPU again; run kernels that may fault under cuasync.isolate"):format(
       dev.ordinal, tostring(err):gsub(";.*$", "")))
   end
+end
+
+-- The driver's CUDA version (12080 for 12.8), read once.
+local driver_version
+function M.driver_version()
+  if not driver_version then
+    local v = ffi.new("int[1]")
+    native.check(C.cuasync_driver_version(v, errbuf, ERRLEN))
+    driver_version = v[0]
+  end
+  return driver_version
 end
 
 -- A resolved driver entry point, cast to a ctype: for side-by-side raw-FFI comparisons.

@@ -5,6 +5,7 @@
 -- raising finaliser would surface in whatever code the GC happened to interrupt.
 local ffi = require("ffi")
 local native = require("cuasync.native")
+local capture = require("cuasync.capture")
 
 local M = {}
 
@@ -34,14 +35,21 @@ end
 -- -> the metatype; methods.close is set.
 function M.define(ctype, o)
   local live, kill, release = o.live, o.kill, o.release
-  local function close(h)
-    if not live(h) then return end
-    local rc = release(kill(h))
+  local function free(token)
+    local rc = release(token)
     if rc ~= 0 then
       local ok, err = pcall(native.check, rc)
       if not ok and native.is_driver_error(err) and (err.sticky or GONE[err.code]) then return end
       if not ok then error(err, 0) end
     end
+  end
+  local function close(h)
+    if not live(h) then return end
+    local token = kill(h)
+    -- while cuasync.graph captures, a free (a close, or the GC's) would break the capture: it
+    -- waits until the capture has ended
+    if capture.defer(free, token) then return end
+    free(token)
   end
   o.methods.close = close
   return ffi.metatype(ctype, { __index = o.methods, __gc = close, __tostring = o.tostring,

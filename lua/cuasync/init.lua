@@ -20,6 +20,7 @@ local rules = require("cuasync.model.launch_rules")
 local signature = require("cuasync.signature")
 local tensormap = require("cuasync.tensormap")
 local swizzle = require("cuasync.model.swizzle")
+local graph = require("cuasync.graph")
 
 
 local M = {
@@ -42,6 +43,7 @@ local M = {
 
   stream = streams.stream,
   event = streams.event,
+  graph = graph.new,
   tensormap = tensormap.new,
   pipeline = pipeline.new,
   swizzle = swizzle,

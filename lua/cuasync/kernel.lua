@@ -8,6 +8,9 @@ local rules = require("cuasync.model.launch_rules")
 local signature = require("cuasync.signature")
 local util = require("cuasync.util")
 local handle = require("cuasync.handle")
+local capture = require("cuasync.capture")
+local watchdog = require("cuasync.watchdog")
+local cstate = capture.state   -- .active: cuasync.graph's open capture (a launch there is a node)
 require("cuasync.cdef.types")
 require("cuasync.cdef.module")
 require("cuasync.cdef.launch")
@@ -192,7 +195,9 @@ function Kernel:prepare(cfg, ...)
   local gen, watch, me = self.generation, self.module.watch, self
   local function go()
     if nstate.generation ~= gen then stale(me) end
-    if watch then watch.last = name end
+    -- inside cuasync.graph's function the launch becomes a node (only on the capturing stream)
+    if cstate.active then capture.kernel(name, lc.hStream, keep, watch)
+    elseif watch and (watch.last ~= name or watch.where) then watchdog.launched(watch, name) end
     local rc = launch_c(fn, lc, params, name, errbuf, ERRLEN)
     if rc ~= 0 then native.check(rc) end
     return keep

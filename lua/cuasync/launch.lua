@@ -8,6 +8,7 @@ local native = require("cuasync.native")
 local rules = require("cuasync.model.launch_rules")
 local clusters = require("cuasync.model.clusters")
 local streams = require("cuasync.stream")
+local device = require("cuasync.device")
 local util = require("cuasync.util")
 require("cuasync.cdef.types")
 require("cuasync.cdef.launch")
@@ -23,15 +24,15 @@ local function fmt(d) return ("{%d, %d, %d}"):format(d[1], d[2], d[3]) end
 
 function Config:__tostring()
   local c = self.c
-  return ("launch of '%s': grid %s block %s smem %d%s%s%s"):format(self.kernel.name, fmt(c.grid), fmt(c.block), c.smem,
+  return ("launch of '%s': grid %s block %s smem %d%s%s%s%s"):format(self.kernel.name, fmt(c.grid), fmt(c.block), c.smem,
     c.cluster and (" cluster " .. fmt(c.cluster)) or "", c.cooperative and " cooperative" or "",
-    c.stream and " on a stream" or "")
+    c.programmatic and " programmatic" or "", c.stream and " on a stream" or "")
 end
 
 -- The identity of a config table: the same key means the same checked config. nil when the
 -- table holds anything a key cannot stand for (then the config is checked in full, every call).
 local KEYED = { grid = 1, block = 2, smem = 3, cluster = 4, stream = 5, non_portable = 6, cluster_policy = 7,
-                cooperative = 8 }
+                cooperative = 8, programmatic = 9 }
 local parts = {}
 local function dims_part(v)
   local t = type(v)
@@ -63,11 +64,12 @@ function M.key(cfg)
   parts[6] = tostring(cfg.non_portable)
   parts[7] = tostring(cfg.cluster_policy)
   parts[8] = tostring(cfg.cooperative)
-  for i = 1, 8 do
+  parts[9] = tostring(cfg.programmatic)
+  for i = 1, 9 do
     local t = type(parts[i])
     if t ~= "string" and t ~= "number" then return nil end
   end
-  return table.concat(parts, "|", 1, 8)
+  return table.concat(parts, "|", 1, 9)
 end
 
 local function query(fn, k, lc)
@@ -101,7 +103,7 @@ local function native_config(c, stream)
   lc.blockDimX, lc.blockDimY, lc.blockDimZ = c.block[1], c.block[2], c.block[3]
   lc.sharedMemBytes = c.smem
   lc.hStream = stream
-  local la = ffi.new("CUlaunchAttribute[3]")
+  local la = ffi.new("CUlaunchAttribute[4]")
   local n = 0
   if c.cluster then
     la[n].id = C.CUASYNC_CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
@@ -119,6 +121,11 @@ local function native_config(c, stream)
     la[n].value.cooperative = 1
     n = n + 1
   end
+  if c.programmatic then
+    la[n].id = C.CUASYNC_CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+    la[n].value.programmaticStreamSerializationAllowed = 1
+    n = n + 1
+  end
   lc.attrs = n > 0 and la or nil
   lc.numAttrs = n
   return lc, la
@@ -130,6 +137,9 @@ end
 function M.new(k, cfg)
   local attrs = k.attrs
   local c = rules.check(cfg, k.device:limits(), attrs, k.name)
+  if c.programmatic and device.driver_version() < 11080 then
+    util.fail("launch", ("programmatic = true needs a CUDA 11.8 driver or newer (this one is %d)"):format(device.driver_version()))
+  end
   local lc, la = native_config(c, streams.handle(c.stream))
   return setmetatable({ kernel = k, c = c, lc = lc, la = la, attrs = attrs, key = M.key(cfg),
                         needs = needs_of(c, attrs) }, Config)

@@ -5,6 +5,7 @@ local device = require("cuasync.device")
 local handle = require("cuasync.handle")
 local util = require("cuasync.util")
 local watchdog = require("cuasync.watchdog")
+local capture = require("cuasync.capture")
 require("cuasync.cdef.stream")
 require("cuasync.cdef.event")
 
@@ -59,6 +60,7 @@ end
 -- running" instead of blocking past it. A watched kernel's hang is raised here.
 function Stream:synchronize(opts)
   if self.open == 0 then util.fail("stream.synchronize", handle.dead("stream", self)) end
+  capture.refuse("stream.synchronize", "a wait on the host cannot be captured, a graph only records work to replay (wait after G:launch)")
   local ms = M.timeout("stream.synchronize", opts)
   if ms then M.poll("stream.synchronize", ms, "the work on this stream", stream_done(self.handle)) end
   watchdog.check(C.cuasync_stream_synchronize(self.handle, "waiting for a stream", errbuf, ERRLEN))
@@ -110,12 +112,14 @@ end
 
 function Event:record(stream)
   if self.open == 0 then util.fail("event.record", handle.dead("event", self)) end
+  capture.refuse("event.record", "an event inside a capture cannot be waited on or timed from the host (record events around G:launch)")
   native.check(C.cuasync_event_record(self.handle, M.handle(stream), errbuf, ERRLEN))
   return self
 end
 
 function Event:query()
   if self.open == 0 then util.fail("event.query", handle.dead("event", self)) end
+  capture.refuse("event.query", "an event inside a capture cannot be waited on or timed from the host (record events around G:launch)")
   native.check(C.cuasync_event_query(self.handle, flag, errbuf, ERRLEN))
   return flag[0] ~= 0
 end
@@ -123,6 +127,7 @@ end
 -- e:synchronize([{ timeout_ms = n }]): as Stream:synchronize, for the work before the event.
 function Event:synchronize(opts)
   if self.open == 0 then util.fail("event.synchronize", handle.dead("event", self)) end
+  capture.refuse("event.synchronize", "a wait on the host cannot be captured, a graph only records work to replay (wait after G:launch)")
   local ms = M.timeout("event.synchronize", opts)
   if ms then M.poll("event.synchronize", ms, "the work before this event", function() return self:query() end) end
   watchdog.check(C.cuasync_event_synchronize(self.handle, errbuf, ERRLEN))
@@ -155,6 +160,7 @@ M.stream_t, M.event_t = stream_t, event_t
 -- watched kernel, surface here. synchronize{ timeout_ms = n } raises "still running" instead of
 -- blocking past n ms (it polls events recorded on the default stream and on every open stream).
 function M.synchronize(what)
+  capture.refuse("synchronize", "a wait on the host cannot be captured, a graph only records work to replay (wait after G:launch)")
   if type(what) == "table" then
     local ms = M.timeout("synchronize", what)
     local dev = device.current()

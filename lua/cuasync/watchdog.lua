@@ -10,6 +10,7 @@ local ffi = require("ffi")
 local native = require("cuasync.native")
 local util = require("cuasync.util")
 local mbarrier = require("cuasync.model.mbarrier")
+local capture = require("cuasync.capture")
 require("cuasync.cdef.memory")
 
 local C, errbuf, ERRLEN = native.C, native.errbuf, native.ERRLEN
@@ -112,15 +113,36 @@ function M.attach(mod)
   v = mod:global("cuasync_watchdog_record"); v:upload(ffi.new("uint64_t[1]", dev[0]), 8); v:close()
   v = mod:global("cuasync_watchdog_module"); v:upload(ffi.new("uint32_t[1]", id), 4); v:close()
   -- the record goes with the module (freed when the module object is collected or unloaded)
+  local function free(host)
+    if host and w.generation == native.state.generation then C.cuasync_mem_free_host(host, errbuf, ERRLEN) end
+  end
   w.guard = ffi.gc(ffi.new("char[1]"), function()
-    if w.host and w.generation == native.state.generation then C.cuasync_mem_free_host(w.host, errbuf, ERRLEN) end
+    local host = w.host
     w.host = nil
     watched[id] = nil
+    -- inside cuasync.graph's capture a free would break it: it waits for the capture's end
+    if not capture.defer(free, host) then free(host) end
   end)
   watched[id] = w
   modules[id] = mod
   mod.watch = w
   return w
+end
+
+-- A launch of kernel `name` from watched module w (where: "node 2 of graph 'g'" for a graph's).
+-- A record names the module, not the kernel: every kernel launched from it since the last
+-- device-wide synchronize is a candidate, and the Hang names them all.
+function M.launched(w, name, where)
+  w.last, w.where = name, where
+  local label = where and ("'%s' (%s)"):format(name, where) or ("'%s'"):format(name)
+  local l = w.labels
+  if not l then l = {}; w.labels = l end
+  if not l[label] then l[label] = true; l[#l + 1] = label end
+end
+
+-- After a device-wide synchronize returned: nothing launched before it still runs.
+function M.settled()
+  for _, w in pairs(watched) do w.labels, w.last, w.where = nil, nil, nil end
 end
 
 -- Forget every record (cuasync.reset(): their memory went with the context).
@@ -154,6 +176,8 @@ function M.error_from(r, mod, rc_ok)
   local plan = mod and mod.program.hooks and mod.program.hooks.plan
   local e = {
     kind = "hang", kernel = mod and mod.watch and mod.watch.last or "?", module = mod and mod.name,
+    node = mod and mod.watch and mod.watch.where or nil,
+    kernels = mod and mod.watch and mod.watch.labels or nil,
     block = { r.block[0], r.block[1], r.block[2] }, cluster_rank = r.cluster_rank, warp = r.warp, lane = r.lane,
     role = M.ROLES[r.role], stage = r.base ~= 0 and r.stage or nil, parity = r.parity ~= NONE and r.parity or nil,
     iteration = r.base ~= 0 and r.iteration or nil, address = r.bar,
@@ -165,7 +189,8 @@ function M.error_from(r, mod, rc_ok)
   local name, which = barrier_name(plan, r)
   e.barrier, e.which = name or (r.bar ~= 0 and ("the mbarrier at shared 0x%x"):format(r.bar) or "a bounded wait"), which
   if which == "full" and plan.kind ~= "cp_async" then e.armed = plan.tx_bytes end
-  local parts = { ("cuasync.watchdog: kernel '%s' hung: block (%d,%d,%d)"):format(e.kernel, e.block[1], e.block[2], e.block[3]) }
+  local who = e.kernels and #e.kernels > 0 and table.concat(e.kernels, " or ") or ("'%s'"):format(e.kernel)
+  local parts = { ("cuasync.watchdog: kernel %s hung: block (%d,%d,%d)"):format(who, e.block[1], e.block[2], e.block[3]) }
   if plan and plan.cluster_size > 1 then parts[#parts + 1] = (" (cluster rank %d)"):format(e.cluster_rank) end
   parts[#parts + 1] = (" warp %d%s waited %d ms on %s"):format(e.warp, e.role and (" (" .. e.role .. ")") or "",
     math.floor(e.waited_ms + 0.5), e.barrier)
@@ -177,6 +202,10 @@ function M.error_from(r, mod, rc_ok)
   if e.armed then parts[#parts + 1] = ("; %d bytes armed for the stage"):format(e.armed) end
   local p = M.progress(e)
   if p then parts[#parts + 1] = "; " .. p.text end
+  if e.kernels and #e.kernels > 1 then
+    parts[#parts + 1] = ("; the record names the module '%s', and these %d of its kernels were launched since the last synchronize"):format(
+      tostring(e.module), #e.kernels)
+  end
   if not rc_ok then
     parts[#parts + 1] = "; the CUDA context is lost (watchdog action \"trap\"): start a new process to use the GPU again"
   end
@@ -276,12 +305,14 @@ end
 -- -- Reading the records -----------------------------------------------------------------------
 
 -- After a synchronize that returned rc: a written record raises the Hang (and is cleared so
--- the module can launch again); else a failed rc raises its driver error.
-function M.check(rc)
+-- the module can launch again); else a failed rc raises its driver error. settle: the
+-- synchronize was device-wide, so nothing launched before it still runs (M.settled).
+function M.check(rc, settle)
   for id, w in pairs(watched) do
     if w.generation == native.state.generation and w.host and w.record.state ~= 0 then
       local mod = modules[id]
       local err = M.error_from(w.record, mod, rc == 0)
+      if settle and rc == 0 then M.settled() end
       ffi.fill(w.record, ffi.sizeof("cuasync_watchdog_record"))
       if rc == 0 then
         native.check(C.cuasync_mem_set8(w.abort, 0, 4, errbuf, ERRLEN))
@@ -292,6 +323,7 @@ function M.check(rc)
     end
   end
   if rc ~= 0 then native.check(rc) end
+  if settle then M.settled() end
 end
 
 return M

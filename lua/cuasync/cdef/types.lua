@@ -10,12 +10,16 @@ typedef struct CUmod_st *CUmodule;
 typedef struct CUfunc_st *CUfunction;
 typedef struct CUstream_st *CUstream;
 typedef struct CUevent_st *CUevent;
+typedef struct CUgraph_st *CUgraph;
+typedef struct CUgraphExec_st *CUgraphExec;
+typedef struct CUgraphNode_st *CUgraphNode;
 typedef union CUlaunchAttributeValue_union {
     char pad[64];
     struct { unsigned int x, y, z; } clusterDim;
     int clusterSchedulingPolicyPreference;
     int cooperative;
     int priority;
+    int programmaticStreamSerializationAllowed;
     void *align_as_pointer;
 } CUlaunchAttributeValue;
 typedef struct CUlaunchAttribute_st {
@@ -34,11 +38,23 @@ typedef struct CUlaunchConfig_st {
 typedef struct CUtensorMap_st {
     __attribute__((aligned(128))) unsigned long long opaque[16];
 } CUtensorMap;
+typedef struct CUgraphExecUpdateResultInfo_st {
+    int result;
+    CUgraphNode errorNode;
+    CUgraphNode errorFromNode;
+} CUgraphExecUpdateResultInfo;
+typedef struct CUgraphEdgeData_st {
+    unsigned char from_port;
+    unsigned char to_port;
+    unsigned char type;
+    unsigned char reserved[5];
+} CUgraphEdgeData;
 enum { CUASYNC_CUDA_ERROR_NOT_READY = 600 };
 enum {
     CUASYNC_CU_LAUNCH_ATTRIBUTE_COOPERATIVE = 2,
     CUASYNC_CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4,
-    CUASYNC_CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE = 5
+    CUASYNC_CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE = 5,
+    CUASYNC_CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6
 };
 enum {
     CUASYNC_CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 0,

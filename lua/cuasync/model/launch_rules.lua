@@ -21,7 +21,7 @@ function M.limits_of(dev)
 end
 
 local FIELDS = { grid = true, block = true, cluster = true, smem = true, stream = true,
-                 non_portable = true, cluster_policy = true, cooperative = true }
+                 non_portable = true, cluster_policy = true, cooperative = true, programmatic = true }
 local POLICIES = { default = 0, spread = 1, load_balancing = 2 }
 local AXIS = { "x", "y", "z" }
 
@@ -154,10 +154,25 @@ function M.check(cfg, limits, attrs, kname)
   if type(cooperative) ~= "nil" and type(cooperative) ~= "boolean" then
     fail(("cooperative must be a boolean (got %s)"):format(type(cooperative)))
   end
+  -- programmatic dependent launch: this grid may start while the one before it on the stream
+  -- runs, and waits for it in griddepcontrol.wait (cuasync::pdl::wait())
+  local programmatic = cfg.programmatic
+  if type(programmatic) ~= "nil" and type(programmatic) ~= "boolean" then
+    fail(("programmatic must be a boolean (got %s)"):format(type(programmatic)))
+  end
+  if programmatic and limits.cc and limits.cc < 90 then
+    fail(("programmatic = true needs compute capability 9.0 or newer (programmatic dependent launch); %s is %d.%d"):format(
+         limits.name or "this device", math.floor(limits.cc / 10), limits.cc % 10))
+  end
+  if programmatic and attrs and attrs.binary_version and attrs.binary_version < 90 then
+    fail(("programmatic = true: kernel '%s' is built for sm_%d, which has no griddepcontrol (build it for sm_90 or newer)"):format(
+         kname or "?", attrs.binary_version))
+  end
 
   return { grid = grid, block = block, smem = smem, cluster = cluster, stream = cfg.stream,
            non_portable = non_portable or false, policy = policy and POLICIES[policy] or nil,
-           threads = threads, blocks = grid[1] * grid[2] * grid[3], cooperative = cooperative or false }
+           threads = threads, blocks = grid[1] * grid[2] * grid[3], cooperative = cooperative or false,
+           programmatic = programmatic or false }
 end
 
 return M

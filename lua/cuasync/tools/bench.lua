@@ -4,6 +4,7 @@
 local streams = require("cuasync.stream")
 local device = require("cuasync.device")
 local util = require("cuasync.util")
+local capture = require("cuasync.capture")
 
 local M = {}
 
@@ -25,6 +26,7 @@ end
 
 function M.bench(fn, opts)
   util.kind("bench", "fn", fn, "function")
+  capture.refuse("bench", "a benchmark times work with events and waits for it on the host (bench G:launch from outside)")
   opts = opts or {}
   util.kind("bench", "opts", opts, "table")
   util.known_fields("bench", opts, { warmup = true, reps = true, stream = true }, 2)
