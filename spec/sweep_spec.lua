@@ -108,6 +108,45 @@ describe("sweep", function()
     assert.truthy(out:find("FORCE\t3", 1, true), out)
   end)
 
+  it("sweep.best names the latest run's best verified row, or says why there is none", function()
+    local ok, out = H.luajit([[
+      local sweep = require("cuasync.tools.sweep")
+      print("NONE", sweep.best("ranked"))
+      -- n = 3 is fastest but fails verification; n = 2 is the fastest verified
+      local function make(ns)
+        return sweep{ name = "ranked", host = true, rounds = 1, reps = 2, params = { n = ns, tag = { "a" } },
+          build = function(p)
+            local spin = ({ 40000, 2000, 200, 20000 })[p.n]
+            return { run = function() local x = 0 for i = 1, spin do x = x + i end return x end,
+                     verify = function() return p.n ~= 3, "planted" end }
+          end }
+      end
+      make({ 1, 2, 3 }):run{ quiet = true }
+      local params, row = sweep.best("ranked")
+      print("BEST", params.n, params.tag, row.kind, row.verified, type(row.ms), row.params.n)
+      -- the latest run decides: a run of n = 1 and 4 alone leaves n = 2 out
+      make({ 1, 4 }):run{ quiet = true }
+      params = sweep.best("ranked")
+      print("LATEST", params.n)
+      make({ 3 }):run{ quiet = true }
+      print("UNVERIFIED", sweep.best("ranked"))
+      print("NAME", pcall(sweep.best, "../x"))
+      print("OPTS", pcall(sweep.best, "ranked", { gpu = 1 }))
+      print("DEV", pcall(sweep.best, "ranked", { device = 0 }))
+      local f = io.open(os.getenv("CUASYNC_CACHE_DIR") .. "/sweeps/ranked.json", "w"); f:write("[1, 2"); f:close()
+      print("DAMAGED", pcall(sweep.best, "ranked"))
+    ]], { CUASYNC_CACHE_DIR = cache_dir(), CUASYNC_CUDA_LIB = "/nonexistent/libcuda.so.1" })
+    assert.is_true(ok, out)
+    assert.truthy(out:find("NONE\tnil\tno stored results for sweep 'ranked' (none in ", 1, true), out)
+    assert.truthy(out:find("BEST\t2\ta\tmeasured\ttrue\tnumber\t2", 1, true), out)
+    assert.truthy(out:find("LATEST\t4", 1, true), out)
+    assert.truthy(out:find("UNVERIFIED\tnil\tthe latest run of sweep 'ranked' on host has no verified measured row (0 measured; its other rows failed, were pruned or skipped: S:print() shows why)", 1, true), out)
+    assert.truthy(out:find("NAME\tfalse\t[^\n]*cuasync.sweep.best: name \"../x\" is not a sweep name"), out)
+    assert.truthy(out:find("OPTS\tfalse\t[^\n]*cuasync.sweep.best: unknown field 'gpu'"), out)
+    assert.truthy(out:find("DEV\tfalse\t[^\n]*cuasync.sweep.best: opts.device must be a cuasync.device%(%) %(got 0%)"), out)
+    assert.truthy(out:find("DAMAGED\tfalse\t[^\n]*cuasync.sweep.best: the result store [^\n]*ranked.json is not JSON of a sweep"), out)
+  end)
+
   it("writes CSV and JSON that read back the same; shards merge into the whole", function()
     local dir = H.tmpdir()
     local S = host_sweep()

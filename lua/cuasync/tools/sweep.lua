@@ -29,6 +29,7 @@ local util = require("cuasync.util")
 local cache = require("cuasync.cache")
 local report = require("cuasync.tools.report")
 local nvtx = require("cuasync.tools.nvtx")
+local store = require("cuasync.tools.sweep_store")
 
 local C, errbuf, ERRLEN = native.C, native.errbuf, native.ERRLEN
 pcall(ffi.cdef, "int isatty(int fd);")
@@ -388,39 +389,6 @@ local function measure(S, pts, indices, rows, step, gpu)
   return base
 end
 
--- -- The result cache ---------------------------------------------------------------------------
-
-local function results_path(S)
-  return cache.dir() .. "/sweeps/" .. S.name .. ".json"
-end
-
-local function load_results(S)
-  local text = read_file(results_path(S))
-  if not text then return {} end
-  local ok, dkjson = pcall(require, "dkjson")
-  if not ok then return {} end
-  local doc = dkjson.decode(text)
-  return type(doc) == "table" and doc or {}
-end
-
-local function save_results(S, entries)
-  local ok, dkjson = pcall(require, "dkjson")
-  if not ok or os.getenv("CUASYNC_CACHE") == "0" then return end
-  os.execute("mkdir -p " .. shell_quote(cache.dir() .. "/sweeps"))
-  local tmp = results_path(S) .. ".tmp"
-  local f = io.open(tmp, "w")
-  if not f then return end
-  f:write(dkjson.encode(entries))
-  f:close()
-  os.rename(tmp, results_path(S))
-end
-
-local function driver_version()
-  local v = ffi.new("int[1]")
-  if C.cuasync_driver_version(v, errbuf, ERRLEN) ~= 0 then return "none" end
-  return tostring(v[0])
-end
-
 -- -- run ----------------------------------------------------------------------------------------
 
 local function parse_shard(s)
@@ -523,11 +491,12 @@ function Sweep:run(o)
   if #rows == 0 then fail("the shard holds no point of the cross product") end
 
   -- the result cache: rows measured before on this device, driver and program
-  local entries = load_results(self)
+  local stored = store.load(WHERE .. ".run", self.name)
+  local entries = stored.entries
   local device_key = self.host and "host" or "none"
   if gpu_ok and not self.host then
     local dev = device.open(0)
-    device_key = dev.name .. "|" .. driver_version()
+    device_key = store.device_key(dev)
     self.device_name = dev.name
   end
   local fresh = {}
@@ -647,10 +616,17 @@ function Sweep:run(o)
     for _, r in ipairs(measure_rows) do
       if r.kind == "measured" and r.key then
         entries[r.key] = { kind = r.kind, ms = r.ms, gbps = r.gbps, tflops = r.tflops, ratio = r.ratio,
-                           verified = r.verified, gpu = r.gpu, compile_ms = r.compile_ms, cache = r.cache }
+                           verified = r.verified, gpu = r.gpu, compile_ms = r.compile_ms, cache = r.cache,
+                           params = r.params }
       end
     end
-    save_results(self, entries)
+    -- this run's rows, measured now or taken from the store: what cuasync.sweep.best ranks
+    local keys = {}
+    for _, r in ipairs(todo) do
+      if r.kind == "measured" and r.key and entries[r.key] then keys[#keys + 1] = r.key end
+    end
+    stored.runs[device_key] = { at = os.time(), keys = keys }
+    store.save(self.name, stored)
   end
   for _, r in ipairs(rows) do r.prog, r.key, r.label = nil, nil, nil end
   self.best = nil
@@ -695,6 +671,9 @@ function M.merge(paths)
   end
   return S
 end
+
+-- cuasync.sweep.best(name[, { device = dev }]) -> params, row | nil, why (tools/sweep_store.lua)
+M.best = store.best
 
 M.Sweep = Sweep
 return setmetatable(M, { __call = function(_, spec) return M.new(spec) end })
