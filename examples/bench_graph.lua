@@ -5,7 +5,8 @@
 --     k:launch, a prepared launch, a graph of the 3 launches replayed 1000 times, and one graph
 --     of all 3000 launches; on a tiny kernel (one thread adds 1 to a counter: the count is
 --     verified) and on a small one (y += a * x over 16K floats: y is verified against the CPU).
---  2. Capture + instantiate of the 3000-launch graph, ms.
+--  2. Capture + instantiate of the 3000-launch graph, ms, beside the same 3000 launches captured
+--     and instantiated through raw FFI.
 --  3. A producer -> consumer pair of small kernels, µs per pair, without and with PDL
 --     (programmatic = true on the consumer, which calls cuasync::pdl::wait()), plain and replayed
 --     from a graph; the consumer's output verified.
@@ -108,6 +109,34 @@ end
 
 local function median(t) return cuasync.median(t) end
 
+-- the yardstick of capture + instantiate: the same 3000 launches captured through raw FFI
+-- (cuStreamBeginCapture, cuLaunchKernel, cuStreamEndCapture, cuGraphInstantiateWithFlags)
+local function raw_capture_ms(kind)
+  local sym = function(name, t) return cuasync.driver_symbol(name, ffi.typeof(t)) end
+  local begin = sym("cuStreamBeginCapture", "int (*)(void *, int)")
+  local finish = sym("cuStreamEndCapture", "int (*)(void *, void **)")
+  local inst = sym("cuGraphInstantiateWithFlags", "int (*)(void **, void *, unsigned long long)")
+  local gdestroy, xdestroy = sym("cuGraphDestroy", "int (*)(void *)"), sym("cuGraphExecDestroy", "int (*)(void *)")
+  local s = cuasync.stream()
+  local slots = kind.slots()
+  local params = ffi.new("void *[?]", #slots)
+  for i, sl in ipairs(slots) do params[i - 1] = sl end
+  local g, x = ffi.new("void *[1]"), ffi.new("void *[1]")
+  local cfg = kind.cfg
+  local t0 = cuasync.now_ns()
+  assert(begin(s.handle, 1) == 0)
+  for _ = 1, 3 * STEPS do
+    if raw(kind.k.fn, cfg.grid, 1, 1, cfg.block, 1, 1, 0, s.handle, params, nil) ~= 0 then error("cuLaunchKernel failed") end
+  end
+  assert(finish(s.handle, g) == 0)
+  local t1 = cuasync.now_ns()
+  assert(inst(x, g[0], 0) == 0)
+  local t2 = cuasync.now_ns()
+  xdestroy(x[0]); gdestroy(g[0])
+  s:close()
+  return tonumber(t2 - t0) / 1e6, tonumber(t1 - t0) / 1e6, tonumber(t2 - t1) / 1e6
+end
+
 print(("bench_graph: %d steps of 3 launches (%d launches), %d rounds, medians; every way verified after each round"):format(
   STEPS, 3 * STEPS, o.rounds))
 for _, name in ipairs({ "tiny", "small" }) do
@@ -141,6 +170,8 @@ for _, name in ipairs({ "tiny", "small" }) do
   end
   print(("  capture + instantiate of the %d-launch graph: %.2f ms (the function's capture %.2f, instantiation %.2f; %d nodes)"):format(
     3 * STEPS, capture_ms, Gall.timing.capture_ms, Gall.timing.instantiate_ms, Gall.nodes.count))
+  local rt, rc, ri = raw_capture_ms(kind)
+  print(("  the same through raw FFI (cuLaunchKernel):   %.2f ms (capture %.2f, instantiation %.2f)"):format(rt, rc, ri))
 end
 
 -- 3. producer -> consumer pairs, without and with PDL: the consumer's prologue and launch
