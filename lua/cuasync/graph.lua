@@ -74,13 +74,25 @@ local graph_t = handle.define("cuasync_graph", {
   tostring = function(h) return ("cuasync.graph handle(%s)"):format(h.open ~= 0 and "open" or "closed") end,
 })
 
+local function no_nesting(where)
+  if capture.state.active then
+    util.fail(where, "cannot run inside cuasync.graph's function: graphs do not nest (capture the work in one function, or build the graphs one after the other)")
+  end
+end
+
+-- An executable graph of g; on failure g is destroyed and the driver's error raised.
+local function instantiate(g)
+  local x = ffi.new("CUgraphExec[1]")
+  local rc = C.cuasync_graph_instantiate(x, g, errbuf, ERRLEN)
+  if rc ~= 0 then C.cuasync_graph_destroy(g, errbuf, ERRLEN); native.check(rc) end
+  return x[0]
+end
+
 -- Run fn(s) under a thread-local capture of stream s; returns the CUgraph and the capture record
 -- ({ count, keep, kernels }). Any error ends and discards the capture and is raised again,
 -- named, with the stream out of capture mode.
 local function record(where, s, fn)
-  if capture.state.active then
-    util.fail(where, "cannot run inside cuasync.graph's function: graphs do not nest (capture the work in one function, or build the graphs one after the other)")
-  end
+  no_nesting(where)
   local h = streams.handle(s)
   native.check(C.cuasync_graph_begin(h, errbuf, ERRLEN))
   local rec = { handle = h, count = 0, keep = { s }, kernels = {} }
@@ -119,10 +131,11 @@ end
 
 -- The graph's kernels from watched modules, and their nodes: a replay names them as launched
 -- (watchdog.launched), so a hang inside the graph names kernel and node.
-local function watched_of(G, rec)
+local function watched_of(G, rec, numbered)
   local out = {}
   for _, k in ipairs(rec.kernels) do
-    if k.watch then out[#out + 1] = { watch = k.watch, name = k.name, where = ("node %d of graph '%s'"):format(k.node, G.name) } end
+    local where = numbered and ("node %d of graph '%s'"):format(k.node, G.name) or ("graph '%s'"):format(G.name)
+    out[#out + 1] = { watch = k.watch, name = k.name, where = where, label = ("'%s' (%s)"):format(k.name, where) }
   end
   return out
 end
@@ -132,11 +145,9 @@ end
 local function adopt(G, g, rec)
   rawset(G, "nodes", nil); rawset(G, "edges", nil)
   G.enqueued, G.keep = rec.count, rec.keep
-  G.watched = watched_of(G, rec)
-  if #G.watched > 0 then
-    -- the node numbers name what the function enqueued, in order, when each call made one node
-    G.numbered = G.nodes.count == rec.count
-  end
+  -- the node numbers name what the function enqueued, in order, when each call made one node
+  -- (counted only for a graph with watched kernels: listing the nodes costs milliseconds)
+  G.watched = watched_of(G, rec, #rec.kernels > 0 and G.nodes.count == rec.count)
 end
 
 local function live(where, G)
@@ -159,18 +170,14 @@ function M.new(fn, opts)
   end
   local ok, why = pcall(device.current)
   if not ok then util.fail("graph", ("a graph needs a GPU: %s"):format(tostring(why))) end
-  if capture.state.active then
-    util.fail("graph", "cannot run inside cuasync.graph's function: graphs do not nest (capture the work in one function, or build the graphs one after the other)")
-  end
+  no_nesting("graph")   -- before a stream is made for it
   s = s or streams.stream()
   streams.handle(s)
   local t0 = C.cuasync_now_ns()
   local g, rec = record("graph", s, fn)
   local t1 = C.cuasync_now_ns()
-  local x = ffi.new("CUgraphExec[1]")
-  local rc = C.cuasync_graph_instantiate(x, g, errbuf, ERRLEN)
-  if rc ~= 0 then C.cuasync_graph_destroy(g, errbuf, ERRLEN); native.check(rc) end
-  local G = setmetatable({ h = graph_t(g, x[0], 1), stream = s, name = opts.name or "graph", generation = native.state.generation,
+  local x = instantiate(g)
+  local G = setmetatable({ h = graph_t(g, x, 1), stream = s, name = opts.name or "graph", generation = native.state.generation,
                            updates = 0, reinstantiations = 0 }, Graph)
   adopt(G, g, rec)
   -- where the time of cuasync.graph went, ms: the function's capture, and the instantiation
@@ -184,7 +191,7 @@ function Graph:launch(stream)
   live("graph.launch", self)
   capture.refuse("graph.launch", "graphs do not nest (launch G after the function returned)")
   local h = streams.handle(stream)
-  for _, w in ipairs(self.watched) do watchdog.launched(w.watch, w.name, self.numbered and w.where or ("graph '" .. self.name .. "'")) end
+  for _, w in ipairs(self.watched) do watchdog.launched(w.watch, w.name, w.where, w.label) end
   native.check(C.cuasync_graph_launch(self.h.exec, h, errbuf, ERRLEN))
   return self
 end
@@ -210,11 +217,9 @@ function Graph:update(fn)
   if rc ~= 0 then C.cuasync_graph_destroy(g, errbuf, ERRLEN); native.check(rc) end
   local how = "updated"
   if result[0] ~= 0 then
-    local x = ffi.new("CUgraphExec[1]")
-    rc = C.cuasync_graph_instantiate(x, g, errbuf, ERRLEN)
-    if rc ~= 0 then C.cuasync_graph_destroy(g, errbuf, ERRLEN); native.check(rc) end
+    local x = instantiate(g)
     native.check(C.cuasync_graph_exec_destroy(self.h.exec, errbuf, ERRLEN))
-    self.h.exec = x[0]
+    self.h.exec = x
     how = "re-instantiated: " .. (UPDATE[result[0]] or ("CUgraphExecUpdateResult " .. result[0]))
     self.reinstantiations = self.reinstantiations + 1
   else

@@ -129,12 +129,13 @@ function M.attach(mod)
   return w
 end
 
--- A launch of kernel `name` from watched module w (where: "node 2 of graph 'g'" for a graph's).
+-- A launch of kernel `name` from watched module w (where: "node 2 of graph 'g'" for a graph's;
+-- label: the name as the Hang shows it, when the caller made it once for many launches).
 -- A record names the module, not the kernel: every kernel launched from it since the last
 -- device-wide synchronize is a candidate, and the Hang names them all.
-function M.launched(w, name, where)
+function M.launched(w, name, where, label)
   w.last, w.where = name, where
-  local label = where and ("'%s' (%s)"):format(name, where) or ("'%s'"):format(name)
+  label = label or (where and ("'%s' (%s)"):format(name, where) or ("'%s'"):format(name))
   local l = w.labels
   if not l then l = {}; w.labels = l end
   if not l[label] then l[label] = true; l[#l + 1] = label end
