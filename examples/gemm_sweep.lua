@@ -42,6 +42,9 @@ local S = cuasync.sweep{
   baseline = { name = "cuBLAS", flops = 2 * m * n * k, run = function() local x = data() gemm.cublas(x.a, x.b, x.c, m, n, k) end },
 }
 S:run():print()
+if S.best then   -- where extra stages stop paying, beside Little's law from the memory probe
+  print(S:knee{ x = "stages", series = { "cluster", "tile" }, memory = cuasync.probe.memory(cuasync.current_device()) }:text())
+end
 if d then   -- the yardstick passes the same gate
   d.c:fill(0xFF)
   gemm.cublas(d.a, d.b, d.c, m, n, k)

@@ -31,12 +31,18 @@ local S = cuasync.sweep{ name = "pipeline_tma", params = { stages = list(o.stage
     if p.inflight > 0 then per_sm = math.min(per_sm, math.max(1, math.floor(p.inflight / (P.stages * P.tx_bytes)))) end
     local cfg = P:check(dev):launch_config{ grid = dev.sms * per_sm }
     return { run = k:prepare(cfg, map(p.rows, true), c.dst, W, W / 64, W / 64 * Hh / p.rows), bytes = 2 * bytes,
+             inflight = P.tx_bytes * P.stages * per_sm,   -- bytes in flight per SM, for the knee
              poison = function() c.dst:fill(0xA5) end, verify = function() c.verify("pipeline_tma") return true end }
   end,
   baseline = { name = "cuMemcpyDtoD", run = function() buffers().base.run() end, bytes = 2 * bytes } }
 S:run{ gpus = o.gpus == "all" and "all" or list(o.gpus) }:print()
+-- where extra stages stop paying, beside what Little's law predicts from the memory probe
+local mem = S.best and cuasync.probe.memory(cuasync.current_device()) or nil
+print(S.best and S:knee{ x = "stages", series = { "inflight", "rows", "warps" }, memory = mem }:text()
+      or "knee: no measured rows (launches skipped)")
 if o.out ~= "" then
-  print("wrote " .. S:csv(o.out .. "/pipeline_tma.csv") .. ", " .. S:json(o.out .. "/pipeline_tma.json"))
+  print("wrote " .. S:csv(o.out .. "/pipeline_tma.csv") .. ", " .. S:json(o.out .. "/pipeline_tma.json") .. ", "
+        .. S:write("t4", o.out .. "/pipeline_tma.t4.json"))
   local ok, err = pcall(S.plot, S, o.out .. "/pipeline_tma.png", { x = "stages", series = "rows" })
   print(ok and ("plot: " .. err) or tostring(err))
 end

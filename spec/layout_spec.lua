@@ -116,10 +116,19 @@ describe("layout", function()
   end)
 
   it("tools/ and kernels/ require core modules, never the cuasync facade", function()
-    for _, f in ipairs(files("ls lua/cuasync/tools/*.lua lua/cuasync/kernels/*.lua")) do
+    local list = files("find lua/cuasync/tools lua/cuasync/kernels -name '*.lua'")
+    assert.is_true(#list >= 20)   -- tools/sweep/ and tools/report/ included
+    for _, f in ipairs(list) do
       for _, m in ipairs(requires(read(f))) do
         assert.is_true(m ~= "cuasync", f .. " requires the facade")
       end
+    end
+  end)
+
+  it("no file in tools/ is over 300 lines", function()
+    for _, f in ipairs(files("find lua/cuasync/tools -name '*.lua'")) do
+      local _, n = read(f):gsub("\n", "")
+      assert.is_true(n <= 300, ("%s has %d lines"):format(f, n))
     end
   end)
 

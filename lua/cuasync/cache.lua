@@ -112,16 +112,31 @@ local function read_disk(key)
   return entry
 end
 
+-- Write data to path atomically (a temporary file beside it, then a rename), making its
+-- directory first: true, or nil and why. The sweep's result store writes through it too.
+function M.write_atomic(path, data)
+  local dir = path:match("^(.*)/[^/]*$")
+  local rc = dir and dir ~= "" and C.cuasync_fs_mkdirs(dir, errbuf, ERRLEN) or 0
+  if rc == 0 then rc = C.cuasync_fs_write_atomic(path, data, #data, errbuf, ERRLEN) end
+  if rc ~= 0 then return nil, native.message() end
+  return true
+end
+
+-- "file" and its size, "missing", or "other" (a directory, FIFO or device: never opened).
+function M.file_kind(path)
+  local kind = C.cuasync_fs_regular_size(path, size_out)
+  if kind == 0 then return "file", tonumber(size_out[0]) end
+  return kind == -1 and "missing" or "other"
+end
+
 local function write_disk(key, entry)
-  local dir = M.dir()
   local payload = encode(entry)
   local data = ("%s %s %d %s\n"):format(MAGIC, key, #payload, M.sha256(payload)) .. payload
-  local rc = C.cuasync_fs_mkdirs(dir, errbuf, ERRLEN)
-  if rc == 0 then rc = C.cuasync_fs_write_atomic(M.path(key), data, #data, errbuf, ERRLEN) end
-  if rc ~= 0 then
+  local ok, why = M.write_atomic(M.path(key), data)
+  if not ok then
     -- The compile still succeeded: say once that the disk cache is off, then carry on.
     if not warned then
-      io.stderr:write("cuasync: disk cache disabled for this process: ", native.message(), "\n")
+      io.stderr:write("cuasync: disk cache disabled for this process: ", why, "\n")
       warned = true
     end
     return

@@ -38,6 +38,17 @@ function M.user_where()
   end
 end
 
+-- The file of the user's frame (the script a sweep worker re-runs), or nil.
+function M.user_file()
+  local level = 3
+  while true do
+    local info = debug.getinfo(level, "S")
+    if not info then return nil end
+    if not library_frame(info.source) and info.source:sub(1, 1) == "@" then return info.source:sub(2) end
+    level = level + 1
+  end
+end
+
 -- Quote a value for a message, never more than `max` characters of it (default 80).
 local function describe(v, max)
   max = max or 80

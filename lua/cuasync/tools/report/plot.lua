@@ -1,0 +1,84 @@
+-- The "plot" handler: a data file and a gnuplot script beside the path, rendered to PNG or SVG
+-- (by the extension) when gnuplot is installed; where it is not, both are still written and
+-- the error says how to render them.
+local util = require("cuasync.util")
+local common = require("cuasync.tools.report.common")
+
+local M = {}
+
+function M.gnuplot()
+  local p = io.popen("command -v gnuplot 2>/dev/null")
+  local where = p:read("*l")
+  p:close()
+  return where
+end
+
+-- plot(S, path, { x = param, y = "GB/s" | "ratio" | "TFLOP/s" | "ms", series = param }): a data file
+-- and a gnuplot script beside `path`, rendered to PNG or SVG (by the extension) when gnuplot is there.
+function M.write(S, path, o)
+  util.cstring("sweep.plot", "path", path)
+  o = o or {}
+  util.kind("sweep.plot", "options", o, "table")
+  util.known_fields("sweep.plot", o, { x = true, y = true, series = true, title = true })
+  local x = o.x or S.order[1]
+  local known = {}
+  for _, k in ipairs(S.order) do known[k] = true end
+  if not known[x] then util.fail("sweep.plot", ("x = %s is not a parameter of the sweep (%s)"):format(util.describe(x), table.concat(S.order, ", "))) end
+  if o.series ~= nil and not known[o.series] then
+    util.fail("sweep.plot", ("series = %s is not a parameter of the sweep (%s)"):format(util.describe(o.series), table.concat(S.order, ", ")))
+  end
+  local y = o.y or (S.baseline_name and "ratio" or S.unit)
+  local FIELD = { ["GB/s"] = "gbps", ["TFLOP/s"] = "tflops", ratio = "ratio", ms = "ms" }
+  if not FIELD[y] then util.fail("sweep.plot", ('y must be "GB/s", "TFLOP/s", "ratio" or "ms" (got %s)'):format(util.describe(y))) end
+  local term = path:match("%.svg$") and "svg size 900,540 noenhanced" or path:match("%.png$") and "pngcairo size 900,540 noenhanced"
+  if not term then util.fail("sweep.plot", ("path must end in .png or .svg (got %s)"):format(util.describe(path))) end
+  -- one data block per series value; points in x order; the best of the other params at each x
+  local groups, names = {}, {}
+  for _, r in ipairs(S.rows) do
+    local v = r[FIELD[y]]
+    if r.kind == "measured" and r.verified ~= false and v then
+      local s = o.series and common.fmt_value(r.params[o.series]) or y
+      if not groups[s] then groups[s] = {}; names[#names + 1] = s end
+      local xv = r.params[x]
+      local g = groups[s]
+      if g[xv] == nil or (y == "ms" and v < g[xv]) or (y ~= "ms" and v > g[xv]) then g[xv] = v end
+    end
+  end
+  if #names == 0 then util.fail("sweep.plot", "no measured, verified rows to plot") end
+  table.sort(names)
+  local data = path:gsub("%.%w+$", "") .. ".dat"
+  local script = path:gsub("%.%w+$", "") .. ".gp"
+  local f = common.writable("sweep.plot", data)
+  for _, s in ipairs(names) do
+    local xs = {}
+    for xv in pairs(groups[s]) do xs[#xs + 1] = xv end
+    table.sort(xs, function(a, b)
+      if type(a) == "number" and type(b) == "number" then return a < b end
+      return tostring(a) < tostring(b)
+    end)
+    f:write(("# %s\n"):format(s))
+    for _, xv in ipairs(xs) do f:write(("%s %s\n"):format(common.fmt_value(xv), ("%.6g"):format(groups[s][xv]))) end
+    f:write("\n\n")
+  end
+  f:close()
+  local g = common.writable("sweep.plot", script)
+  local plots = {}
+  for i, s in ipairs(names) do
+    plots[i] = ("'%s' index %d using 1:2 with linespoints lw 2 pt 7 title '%s%s'"):format(data, i - 1,
+      o.series and (o.series .. "=") or "", s)
+  end
+  g:write(("set terminal %s\nset output '%s'\nset title '%s'\nset xlabel '%s'\nset ylabel '%s'\nset grid\nset key outside right\n"):format(
+    term, path, (o.title or (S.name .. (S.device_name and (" on " .. S.device_name) or ""))):gsub("'", ""), x,
+    y == "ratio" and ("ratio to " .. (S.baseline_name or "baseline")) or y))
+  g:write("plot ", table.concat(plots, ", \\\n     "), "\n")
+  g:close()
+  if not M.gnuplot() then
+    util.fail("sweep.plot", ("gnuplot is not installed (Debian: apt-get install gnuplot-nox); the data and the script are written: %s, %s (gnuplot %s renders them)"):format(
+      data, script, script))
+  end
+  local ok = os.execute(("gnuplot %q 2>/dev/null"):format(script))
+  if ok ~= 0 and ok ~= true then util.fail("sweep.plot", ("gnuplot failed on %s"):format(script)) end
+  return path
+end
+
+return M

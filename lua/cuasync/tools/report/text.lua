@@ -1,0 +1,133 @@
+-- The "text" handler: a sweep's rows as a table, a terminal chart (one bar per measured
+-- variant) and the counts, with each reason once. Rows: { index, params, kind = "measured" |
+-- "pruned" | "failed" | "skipped", reason, ms, gbps, tflops, ratio, verified, slow, remeasured,
+-- gpu, compile_ms, cache, cached }.
+local common = require("cuasync.tools.report.common")
+
+local M = {}
+local fmt_value, figure = common.fmt_value, common.figure
+
+local function pad(s, n) s = tostring(s) return #s >= n and s or s .. (" "):rep(n - #s) end
+local function lpad(s, n) s = tostring(s) return #s >= n and s or (" "):rep(n - #s) .. s end
+
+-- The table, the chart (one bar per measured variant) and the counts, as one string.
+function M.text(S)
+  local params_text = common.params_text
+  local order, rows = S.order, S.rows
+  local out = {}
+  local head = { "#" }
+  for _, k in ipairs(order) do head[#head + 1] = k end
+  local widths = {}
+  local cells = {}
+  local unit = S.unit
+  local cols = { "status", "ms", unit, "ratio", "compile", "gpu" }
+  for _, c in ipairs(cols) do head[#head + 1] = c end
+  cells[1] = head
+  for _, r in ipairs(rows) do
+    local line = { tostring(r.index) }
+    for _, k in ipairs(order) do line[#line + 1] = fmt_value(r.params[k]) end
+    local status = r.kind == "measured" and (r.verified == false and "unverified" or r.slow and "slow"
+                   or r.cached and "cached" or r.remeasured and "ok*" or "ok") or r.kind
+    line[#line + 1] = status
+    line[#line + 1] = r.ms and ("%.4f"):format(r.ms) or "-"
+    local v = unit == "TFLOP/s" and r.tflops or r.gbps
+    line[#line + 1] = v and ("%.1f"):format(v) or "-"
+    line[#line + 1] = r.ratio and ("%.3f"):format(r.ratio) or "-"
+    line[#line + 1] = r.compile_ms and ("%.0f ms %s"):format(r.compile_ms, r.cache or "") or "-"
+    line[#line + 1] = r.gpu and tostring(r.gpu) or "-"
+    cells[#cells + 1] = line
+  end
+  for _, line in ipairs(cells) do
+    for i, c in ipairs(line) do widths[i] = math.max(widths[i] or 0, #c) end
+  end
+  for n, line in ipairs(cells) do
+    local t = {}
+    for i, c in ipairs(line) do t[i] = (i <= #order + 2 and i > 1 and n > 0) and pad(c, widths[i]) or lpad(c, widths[i]) end
+    out[#out + 1] = table.concat(t, "  ")
+  end
+  if S.baseline_row then
+    local b = S.baseline_row
+    out[#out + 1] = ("baseline %s: %.4f ms%s"):format(b.name, b.ms, b.gbps and (" %.1f GB/s"):format(b.gbps) or
+      (b.tflops and (" %.1f TFLOP/s"):format(b.tflops) or ""))
+  end
+  -- the chart: one bar per measured variant, scaled to the best
+  local best = common.best(rows)
+  if best then
+    local what = best.ratio and "ratio to " .. (S.baseline_name or "the baseline") or (unit or "1/ms")
+    out[#out + 1] = ""
+    out[#out + 1] = ("chart: %s (bar = 40 columns at the best)"):format(what)
+    local label_w = 0
+    local labels = {}
+    for _, r in ipairs(rows) do
+      if r.kind == "measured" and figure(r) then
+        labels[r] = params_text(order, r.params)
+        label_w = math.max(label_w, #labels[r])
+      end
+    end
+    for _, r in ipairs(rows) do
+      if labels[r] then
+        local f = figure(r)
+        local n = math.floor(40 * f / figure(best) + 0.5)
+        out[#out + 1] = ("%s  %s %s%s"):format(pad(labels[r], label_w), ("#"):rep(n) .. (" "):rep(40 - n),
+          f < 10 and ("%.3f"):format(f) or ("%.1f"):format(f), r == best and "  best" or "")
+      end
+    end
+  end
+  local counts = { measured = 0, pruned = 0, failed = 0, skipped = 0, slow = 0 }
+  for _, r in ipairs(rows) do
+    counts[r.kind] = counts[r.kind] + 1
+    if r.slow then counts.slow = counts.slow + 1 end
+  end
+  out[#out + 1] = ""
+  out[#out + 1] = ("%d points: %d measured, %d pruned, %d failed, %d skipped"):format(#rows, counts.measured,
+    counts.pruned, counts.failed, counts.skipped)
+  if counts.slow > 0 then
+    out[#out + 1] = ("  %d of the measured stopped early as slow (over %gx the best time per unit of work after %d round%s: partial figures)"):format(
+      counts.slow, S.slow_factor or 2, S.slow_after or 1, (S.slow_after or 1) == 1 and "" or "s")
+  end
+  if S.strategy and S.strategy ~= "exhaustive" then
+    out[#out + 1] = ("strategy %s%s: %d points evaluated"):format(S.strategy, S.seed and (", seed " .. S.seed) or "", S.evaluated or 0)
+  end
+  if S.complete == false then
+    out[#out + 1] = ("INCOMPLETE: %s; the best below is the best found, not the best of the space"):format(S.stopped or "stopped early")
+  end
+  if S.damaged and S.damaged > 0 then
+    out[#out + 1] = ("%d stored entr%s of %s %s not trusted and measured again"):format(S.damaged, S.damaged == 1 and "y" or "ies",
+      S.store_path or "the result store", S.store_old and "predate sealed entries:" or "failed their integrity check:")
+  end
+  if S.wall_s then
+    out[#out + 1] = ("in %.2f s: compiles %.2f s, measuring %.2f s%s"):format(S.wall_s, S.compile_s or 0,
+      S.wall_s - (S.compile_s or 0), S.gpus and #S.gpus > 1 and (" on GPUs " .. table.concat(S.gpus, ", ")) or "")
+  end
+  -- the reasons, each once, with the points it holds for
+  local reasons, seen = {}, {}
+  for _, r in ipairs(rows) do
+    if r.reason and r.kind ~= "measured" then
+      local key = r.kind .. "\0" .. r.reason
+      if not seen[key] then seen[key] = { kind = r.kind, reason = r.reason, idx = {} }; reasons[#reasons + 1] = seen[key] end
+      table.insert(seen[key].idx, r.index)
+    end
+  end
+  for _, g in ipairs(reasons) do
+    local idx = g.idx
+    local which = #idx == 1 and ("#%d"):format(idx[1]) or ("%d points (#%s)"):format(#idx,
+      #idx > 12 and (table.concat({ unpack(idx, 1, 12) }, ", #") .. ", ...") or table.concat(idx, ", #"))
+    out[#out + 1] = ("  %s %s: %s"):format(which, g.kind, g.reason)
+  end
+  if best then
+    out[#out + 1] = ("best: %s (%s)%s"):format(params_text(order, best.params),
+      best.ratio and ("%.3f of %s"):format(best.ratio, S.baseline_name) or ("%.4f ms"):format(best.ms),
+      best.remeasured and (", re-measured alone (%.4f ms in the sweep's rounds)"):format(best.remeasured) or "")
+  end
+  return table.concat(out, "\n")
+end
+
+
+function M.write(S, path)
+  local f = common.writable("sweep.write", path)
+  f:write(M.text(S), "\n")
+  f:close()
+  return path
+end
+
+return M

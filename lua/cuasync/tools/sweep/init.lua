@@ -1,0 +1,136 @@
+-- cuasync.sweep: a parameter sweep in one call. Every point of the space ends as a row: measured
+-- (time, GB/s or TFLOP/s, ratio to the baseline, verified), pruned (why, before any compile),
+-- failed (compile, build, launch, verification, hang) or skipped (why, "not sampled" included).
+-- Nothing is dropped silently.
+--   local S = cuasync.sweep{ name = "copy", params = { stages = {2, 4, 8}, chunk = {4096, 16384} },
+--     where = function(p) return p.stages * p.chunk <= 200000, "does not fit" end,
+--     program = function(p) return cuasync.program{...} end,     -- compiled in parallel workers
+--     build = function(p) return { run = run, verify = fn, poison = fn, bytes = n, flops = f, inflight = b } end,
+--     baseline = { name = "cuMemcpyDtoD", run = fn, bytes = n }, rounds = 5, reps = 10, timeout_ms = 5000,
+--     strategy = "exhaustive", budget = { points = n, seconds = s }, seed = 1, flush_l2 = false }
+--   S:run{ jobs = 8, gpus = "all" | {0, 1}, force = false, shard = "1/4", strategy, budget, seed, replay }
+--   S:print()  S:write("csv" | "json" | "t4" | "plot" | "text", path[, opts])  S:knee{ x, series, memory }
+--   S.rows, S.best, S.complete
+-- The parts: space.lua (points), strategies/ (which points, in what order), runner.lua (build,
+-- verify, time), workers.lua (processes), store.lua (results kept between runs), search.lua (the
+-- loop that joins them), knee.lua; the reports are in tools/report/.
+local util = require("cuasync.util")
+local report = require("cuasync.tools.report")
+local space = require("cuasync.tools.sweep.space")
+local store = require("cuasync.tools.sweep.store")
+local search = require("cuasync.tools.sweep.search")
+local knee = require("cuasync.tools.sweep.knee")
+
+local M = {}
+local Sweep = {}
+Sweep.__index = Sweep
+
+local FIELDS = { name = true, params = true, order = true, where = true, program = true, build = true,
+                 baseline = true, rounds = true, reps = true, timeout_ms = true, unit = true, script = true,
+                 host = true, strategy = true, budget = true, seed = true, flush_l2 = true }
+local WHERE = "sweep"
+local function fail(msg) util.fail(WHERE, msg) end
+
+function M.new(spec)
+  util.kind(WHERE, "argument", spec, "table")
+  util.known_fields(WHERE, spec, FIELDS)
+  local S = setmetatable({}, Sweep)
+  util.cstring(WHERE, "name", spec.name)
+  if not spec.name:match("^[%w_%.%-]+$") then
+    fail(("name must be letters, digits, '_', '.' or '-' (it names result files; got %s)"):format(util.describe(spec.name)))
+  end
+  S.name = spec.name
+  S.space = space.new(WHERE, spec.params, spec.order)
+  S.order, S.params = S.space.order, S.space.params
+  for _, f in ipairs({ "where", "program" }) do
+    if spec[f] ~= nil then util.kind(WHERE, f, spec[f], "function") end
+  end
+  util.kind(WHERE, "build", spec.build, "function")
+  S.where, S.program, S.build = spec.where, spec.program, spec.build
+  if spec.baseline ~= nil then
+    util.kind(WHERE, "baseline", spec.baseline, "table")
+    util.known_fields(WHERE, spec.baseline, { name = true, run = true, bytes = true, flops = true }, "baseline")
+    util.cstring(WHERE, "baseline.name", spec.baseline.name)
+    util.kind(WHERE, "baseline.run", spec.baseline.run, "function")
+  end
+  S.baseline = spec.baseline
+  S.baseline_name = spec.baseline and spec.baseline.name
+  S.rounds = util.int_in(WHERE, "rounds", spec.rounds or 5, 1, 1000)
+  S.reps = util.int_in(WHERE, "reps", spec.reps or 10, 1, 100000)
+  S.timeout_ms = util.int_in(WHERE, "timeout_ms", spec.timeout_ms or 10000, 1, 3600 * 1000)
+  if spec.unit ~= nil and spec.unit ~= "GB/s" and spec.unit ~= "TFLOP/s" then
+    fail(('unit must be "GB/s" or "TFLOP/s" (got %s)'):format(util.describe(spec.unit)))
+  end
+  S.unit = spec.unit or "GB/s"
+  -- host = true: run() is host work, timed with the host clock (no GPU needed: compile times, the
+  -- CPU model, a reference implementation)
+  for _, f in ipairs({ "host", "flush_l2" }) do
+    if spec[f] ~= nil and type(spec[f]) ~= "boolean" then fail(("%s must be a boolean (got %s)"):format(f, type(spec[f]))) end
+  end
+  S.host, S.flush_l2 = spec.host == true, spec.flush_l2 == true
+  if S.host and S.flush_l2 then fail("flush_l2 = true flushes a GPU's L2 between reps; a host = true sweep has none") end
+  S.defaults = search.check(WHERE, { strategy = spec.strategy, budget = spec.budget, seed = spec.seed })
+  S.script = spec.script or util.user_file()
+  S.args = {}
+  for i = 1, #(arg or {}) do S.args[i] = arg[i] end
+  S.rows = {}
+  return S
+end
+
+-- Every point of the space, in order (the last parameter varies fastest).
+function Sweep:points() return self.space:points() end
+
+-- Replace a parameter's values (the command line's --param name=v1,v2).
+function Sweep:set_param(name, values)
+  self.space:set(WHERE, name, values)
+  self.params = self.space.params
+end
+
+function Sweep:label(p) return self.name .. " " .. report.params_text(self.order, p) end
+
+-- Run the sweep (search.lua): rows for every point, S.best, S.complete.
+function Sweep:run(o) return search.run(self, o) end
+
+function Sweep:text() return report.handler("text").text(self) end
+function Sweep:print()
+  print(self:text())
+  if self.skipped_launches then print("launches skipped: " .. self.skipped_launches) end
+  return self
+end
+
+-- S:write(format, path[, opts]): one report handler per format (tools/report/).
+function Sweep:write(format, path, o) return report.write(self, format, path, o) end
+function Sweep:csv(path) return self:write("csv", path) end
+function Sweep:json(path) return self:write("json", path) end
+function Sweep:plot(path, o) return self:write("plot", path, o) end
+
+-- S:knee{ x = "stages", series = "rows" | { ... }, memory = cuasync.probe.memory(dev) } (knee.lua)
+function Sweep:knee(o) return knee.find(self, o) end
+
+-- Join the JSON files of shards (or of earlier runs) into one sweep's rows, by point index.
+function M.merge(paths)
+  util.list("sweep.merge", "paths", paths)
+  if #paths == 0 then util.fail("sweep.merge", "no files to merge") end
+  local S = setmetatable({ rows = {} }, Sweep)
+  local seen = {}
+  for _, path in ipairs(paths) do
+    local doc = report.handler("json").read(path)
+    S.name, S.order, S.unit, S.device_name = S.name or doc.name, S.order or doc.order, S.unit or doc.unit,
+      S.device_name or doc.device
+    S.baseline_row = S.baseline_row or doc.baseline
+    if doc.complete == false then S.complete, S.stopped = false, doc.stopped end
+    for _, r in ipairs(doc.rows) do
+      if not seen[r.index] then seen[r.index] = true; S.rows[#S.rows + 1] = r end
+    end
+  end
+  table.sort(S.rows, function(a, b) return a.index < b.index end)
+  S.baseline_name = S.baseline_row and S.baseline_row.name
+  S.best = report.best(S.rows)
+  return S
+end
+
+-- cuasync.sweep.best(name[, { device = dev }]) -> params, row | nil, why (store.lua)
+M.best = store.best
+
+M.Sweep = Sweep
+return setmetatable(M, { __call = function(_, spec) return M.new(spec) end })

@@ -1,0 +1,106 @@
+-- S:knee{ x = "stages", series = "rows" | { "inflight", "rows" }, memory = probe, gain = 0.02 }:
+-- where extra steps along x stop paying. For each series (one value of each series parameter;
+-- the others take their best row at each x), the measured knee is the smallest x beyond which
+-- no larger x gains `gain` (2%) or more, with the bytes in flight per SM there (the row's
+-- `inflight`, from build: stage bytes x stages x resident blocks per SM). With memory (a
+-- cuasync.probe.memory result), the predicted knee is the smallest x whose bytes in flight
+-- cover Little's law (memory.bytes_per_sm), shown beside the measured one, in steps apart.
+local util = require("cuasync.util")
+local common = require("cuasync.tools.report.common")
+
+local M = {}
+local K = {}
+K.__index = K
+
+local function kib(b) return b and ("%.1f KiB"):format(b / 1024) or "? KiB" end
+
+function M.find(S, o)
+  local where = "sweep.knee"
+  util.kind(where, "argument", o, "table")
+  util.known_fields(where, o, { x = true, series = true, memory = true, gain = true })
+  local known = {}
+  for _, k in ipairs(S.order) do known[k] = true end
+  if not known[o.x] then util.fail(where, ("x = %s is not a parameter of the sweep (%s)"):format(util.describe(o.x), table.concat(S.order, ", "))) end
+  local series = type(o.series) == "string" and { o.series } or o.series or {}
+  util.list(where, "series", series)
+  for _, s in ipairs(series) do
+    if not known[s] or s == o.x then util.fail(where, ("series names %s, which is not a parameter other than x"):format(util.describe(s))) end
+  end
+  local gain = o.gain or 0.02
+  if type(gain) ~= "number" or gain <= 0 or gain >= 1 then util.fail(where, ("gain must be a number in (0, 1) (got %s)"):format(util.describe(gain))) end
+  local need = o.memory and o.memory.bytes_per_sm
+  if o.memory ~= nil and type(need) ~= "number" then util.fail(where, "memory must be a cuasync.probe.memory() result (it has no bytes_per_sm)") end
+
+  -- the best row of each series at each x
+  local groups, names = {}, {}
+  for _, r in ipairs(S.rows) do
+    if r.kind == "measured" and r.verified ~= false and common.figure(r) then
+      local label = {}
+      for _, s in ipairs(series) do label[#label + 1] = s .. "=" .. common.fmt_value(r.params[s]) end
+      label = #label > 0 and table.concat(label, " ") or "all"
+      if not groups[label] then groups[label] = {}; names[#names + 1] = label end
+      local xv = r.params[o.x]
+      local g = groups[label][xv]
+      if not g or common.figure(r) > common.figure(g) then groups[label][xv] = r end
+    end
+  end
+  local xs = S.params and S.params[o.x]
+  local out = setmetatable({ x = o.x, gain = gain, need = need, memory = o.memory, series = {} }, K)
+  for _, label in ipairs(names) do
+    local pts = {}
+    for _, xv in ipairs(xs or {}) do
+      local r = groups[label][xv]
+      if r then pts[#pts + 1] = { x = xv, figure = common.figure(r), inflight = r.inflight } end
+    end
+    if #pts > 0 then
+      local at
+      for i = 1, #pts do
+        local more = false
+        for j = i + 1, #pts do if pts[j].figure >= pts[i].figure * (1 + gain) then more = true end end
+        if not more then at = i break end
+      end
+      local s = { name = label, points = pts, knee = pts[at].x, knee_index = at, inflight = pts[at].inflight,
+                  reached = at < #pts or #pts == 1 }
+      if need then
+        for i, p in ipairs(pts) do
+          if p.inflight and p.inflight >= need then s.predicted, s.predicted_index = p.x, i break end
+        end
+        s.off = s.predicted_index and math.abs(s.predicted_index - at) or nil
+      end
+      out.series[#out.series + 1] = s
+    end
+  end
+  return out
+end
+
+-- The knee as lines of text: one per series, and how close the prediction lands.
+function K:text()
+  local lines = {}
+  local head = ("knee along %s (the smallest %s beyond which no step gains %g%% or more)"):format(self.x, self.x, self.gain * 100)
+  if self.memory then
+    local m = self.memory
+    head = head .. (("; Little's law: %.0f GB/s read (half of DtoD) x %.0f ns latency / %d SMs = %s in flight per SM"):format(
+      m.dtod_gbps / 2, m.latency_ns, m.sms, kib(self.need)))
+  end
+  lines[1] = head
+  local hits, n = 0, 0
+  for _, s in ipairs(self.series) do
+    local l = ("  %s: measured %s=%s%s, %s in flight per SM"):format(s.name, self.x, common.fmt_value(s.knee),
+      s.reached and "" or " (still gaining at the last step)", kib(s.inflight))
+    if self.need then
+      n = n + 1
+      if s.predicted then
+        l = l .. ("; predicted %s=%s (%s), %d step%s off"):format(self.x, common.fmt_value(s.predicted),
+          kib(s.points[s.predicted_index].inflight), s.off, s.off == 1 and "" or "s")
+        if s.off <= 1 then hits = hits + 1 end
+      else
+        l = l .. "; predicted beyond the last point (no point has that much in flight)"
+      end
+    end
+    lines[#lines + 1] = l
+  end
+  if self.need then lines[#lines + 1] = ("knee predicted within one step in %d of %d series"):format(hits, n) end
+  return table.concat(lines, "\n")
+end
+
+return M

@@ -1,0 +1,206 @@
+-- The sweep's runner: for each chosen point, build, poison, one run under the timeout, verify,
+-- then every verified variant timed beside the baseline in interleaved rounds. Each point ends
+-- as a row of one kind: measured (slow: stopped early over 2x the best), pruned (why, before
+-- any compile), failed (compile, build, run, hang, verification, timing) or skipped (why).
+local device = require("cuasync.device")
+local streams = require("cuasync.stream")
+local watchdog = require("cuasync.watchdog")
+local buffer = require("cuasync.buffer")
+local cache = require("cuasync.cache")
+local native = require("cuasync.native")
+local util = require("cuasync.util")
+local bench = require("cuasync.tools.bench")
+local nvtx = require("cuasync.tools.nvtx")
+
+local M = { SLOW_FACTOR = 2, SLOW_AFTER = 1 }
+
+-- An error's message without the position error() put in front of it (the row says where).
+function M.message(e)
+  return (tostring(e):gsub("^[^\n]-%.lua:%d+: ", ""))
+end
+
+-- A refusal from a pipeline plan prunes; anything else is a failure.
+function M.prunes(msg)
+  return tostring(msg):find("cuasync%.pipeline[%.%w_]*: ") ~= nil
+end
+
+-- program(p) for a point, or nil and why.
+function M.program_of(S, p)
+  local ok, prog = pcall(S.program, p)
+  if not ok then return nil, M.message(prog) end
+  if type(prog) ~= "table" or type(prog.compile) ~= "function" then
+    return nil, ("program(p) must return a cuasync.program (got %s)"):format(util.describe(prog))
+  end
+  return prog
+end
+
+function M.compile_one(prog)
+  local before = cache.stats.nvrtc
+  local t0 = streams.now_ns()
+  prog:compile()
+  return (streams.now_ns() - t0) / 1e6, cache.stats.nvrtc > before and "miss" or "hit"
+end
+
+-- where(p), then program(p): the row pruned or failed, or kept with r.prog. Returns keep.
+function M.admit(S, r)
+  local p = r.params
+  if S.where then
+    local ok, res, why = pcall(S.where, p)
+    if not ok then
+      r.kind, r.reason = M.prunes(res) and "pruned" or "failed", (M.prunes(res) and "" or "where: ") .. M.message(res)
+      return false
+    elseif res == false or res == nil then
+      r.kind, r.reason = "pruned", why and M.message(why) or "where(p) returned false"
+      return false
+    end
+  end
+  if S.program then
+    local prog, err = M.program_of(S, p)
+    if not prog then
+      r.kind, r.reason = M.prunes(err) and "pruned" or "failed", (M.prunes(err) and "" or "program: ") .. err
+      return false
+    end
+    r.prog = prog
+  end
+  return true
+end
+
+-- The build result's shape, or why it is wrong.
+local function check_build(v)
+  if type(v) ~= "table" then return ("build(p) must return a table { run = fn, verify = fn, bytes = n } (got %s)"):format(util.describe(v)) end
+  if type(v.run) ~= "function" then return "build(p) returned no run function" end
+  for _, f in ipairs({ "verify", "poison" }) do
+    if v[f] ~= nil and type(v[f]) ~= "function" then return ("build(p).%s must be a function"):format(f) end
+  end
+  for _, f in ipairs({ "bytes", "flops", "inflight" }) do
+    if v[f] ~= nil and (type(v[f]) ~= "number" or v[f] < 0) then return ("build(p).%s must be a non-negative number"):format(f) end
+  end
+end
+
+-- Build one point and run it once, verified. Returns the build, or nil (the row says why) and,
+-- when the GPU cannot be trusted for later points, the reason they are not run.
+local function try(S, r)
+  local ok, v, why_not = pcall(S.build, r.params)
+  if ok and v == nil and why_not ~= nil then
+    r.kind, r.reason = "pruned", M.message(why_not)   -- build(p) -> nil, "why": it cannot run here
+    return nil
+  end
+  local bad = ok and check_build(v)
+  if not ok then
+    r.kind, r.reason = M.prunes(v) and "pruned" or "failed", (M.prunes(v) and "" or "build: ") .. M.message(v)
+    return nil
+  elseif bad then
+    r.kind, r.reason = "failed", bad
+    return nil
+  end
+  local label = S:label(r.params)
+  local ok2, err = pcall(function()
+    if v.poison then v.poison() end
+    nvtx.push(label)
+    v.run()
+    nvtx.pop()
+    if not S.host then streams.synchronize{ timeout_ms = S.timeout_ms } end
+  end)
+  if not ok2 then
+    r.kind = "failed"
+    if watchdog.is_hang(err) then
+      r.reason = "hang: " .. tostring(err)
+      return nil
+    end
+    r.reason = "run: " .. tostring(err)
+    if tostring(err):find("still running after", 1, true) then
+      return nil, ("the GPU is still busy with the hung variant #%d (no watchdog): not run"):format(r.index)
+    elseif native.is_driver_error(err) and err.sticky then
+      return nil, ("the CUDA context was lost at variant #%d: not run"):format(r.index)
+    end
+    return nil
+  end
+  if v.verify then
+    local ok3, res, why = pcall(v.verify)
+    if not ok3 or res == false then
+      r.kind, r.reason = "failed", "verification: " .. tostring(ok3 and (why or "verify returned false") or res)
+      return nil
+    end
+    r.verified = true
+  end
+  if v.inflight then r.inflight = v.inflight end
+  if nvtx.enabled() then
+    local run, push, pop = v.run, nvtx.push, nvtx.pop
+    v = setmetatable({ run = function() push(label); run(); pop() end }, { __index = v })
+  end
+  return v
+end
+
+-- The flush before each rep (S.flush_l2): a memset over twice the L2, made on first use.
+local function flusher(S)
+  if not S.flush_l2 then return nil end
+  if not S.flush_buf then
+    S.flush_buf = buffer.alloc(2 * device.current().l2_bytes)
+  end
+  local buf = S.flush_buf
+  return function() buf:fill(0) end
+end
+
+-- Time the variants (each { run, row, bytes, flops }) beside the baseline; fill their rows.
+-- best_cost: the best ms per unit of work known from earlier batches (the early-exit bar).
+-- Returns the baseline's row.
+local function time(S, variants, gpu, best_cost)
+  local all, base = {}, nil
+  if S.baseline and #variants > 0 then
+    base = { label = S.baseline.name, run = S.baseline.run, baseline = true }
+    all[1] = base
+  end
+  for _, v in ipairs(variants) do
+    v.work = v.bytes or v.flops
+    all[#all + 1] = v
+  end
+  if #variants == 0 then return nil end
+  local ok, err = pcall(bench.rounds, all, { rounds = S.rounds, reps = S.reps, host = S.host or nil, warmup = S.host and 0 or nil,
+    before = flusher(S), early_exit = S.rounds > M.SLOW_AFTER and { after = M.SLOW_AFTER, factor = M.SLOW_FACTOR, best = best_cost } or nil })
+  if not ok then
+    for _, v in ipairs(variants) do v.row.kind, v.row.reason = "failed", "timing: " .. tostring(err) end
+    return nil
+  end
+  for _, v in ipairs(variants) do
+    local r = v.row
+    r.kind, r.ms, r.gpu, r.times, r.slow, r.cost = "measured", v.ms, gpu, v.times, v.slow, v.ms / (v.work or 1)
+    r.gbps = v.bytes and v.bytes / (v.ms * 1e6) or nil
+    r.tflops = v.flops and v.flops / (v.ms * 1e9) or nil
+    r.ratio = base and base.ms / v.ms or nil
+  end
+  return base and { name = base.label, ms = base.ms, gbps = S.baseline.bytes and S.baseline.bytes / (base.ms * 1e6) or nil,
+                    tflops = S.baseline.flops and S.baseline.flops / (base.ms * 1e9) or nil }
+end
+
+-- Measure `rows` (already compiled) on the current device; `step` is called once per row.
+function M.measure(S, rows, step, gpu, best_cost)
+  local variants, blocked = {}, nil
+  for _, r in ipairs(rows) do
+    if blocked then
+      r.kind, r.reason = "skipped", blocked
+    else
+      local v
+      v, blocked = try(S, r)
+      if v then variants[#variants + 1] = { run = v.run, row = r, bytes = v.bytes, flops = v.flops, label = r.label } end
+    end
+    step()
+  end
+  return time(S, variants, gpu, best_cost)
+end
+
+-- The winner measured again alone (a fresh build, then rounds beside the baseline only): a
+-- figure that owed something to its neighbours in the rounds does not stand. Keeps the sweep's
+-- figure in r.remeasured. Returns true and the new baseline row (if any), or false and why.
+function M.remeasure(S, r, gpu)
+  local copy = { index = r.index, params = r.params, kind = "measured" }
+  local v, why = try(S, copy)
+  if not v then return false, why or copy.reason end
+  local first = r.ms
+  local base = time(S, { { run = v.run, row = copy, bytes = v.bytes, flops = v.flops } }, gpu, nil)
+  if copy.kind ~= "measured" then return false, copy.reason end
+  for _, k in ipairs({ "ms", "gbps", "tflops", "ratio", "times", "slow" }) do r[k] = copy[k] end
+  r.remeasured = first
+  return true, base
+end
+
+return M

@@ -1,0 +1,131 @@
+-- The sweep's worker processes: parallel work re-runs the calling script (S.script, with its
+-- arguments) with CUASYNC_SWEEP_WORKER naming a task file; the script reaches S:run, which
+-- serves the task and exits. Compile workers fill the shared disk cache; measure workers (one
+-- per GPU) build and time their share. All go through isolate.spawn; each writes a line to fd 3
+-- per point done (progress) and its result as JSON.
+local device = require("cuasync.device")
+local isolate = require("cuasync.tools.isolate")
+local json = require("cuasync.tools.json")
+local toolkit = require("cuasync.toolkit")
+local runner = require("cuasync.tools.sweep.runner")
+
+local M = {}
+
+local function write_file(path, text)
+  local f = assert(io.open(path, "w"))
+  f:write(text)
+  f:close()
+end
+
+-- The task this process serves, or nil in the main process.
+function M.task()
+  local file = os.getenv("CUASYNC_SWEEP_WORKER")
+  if not file then return nil end
+  local doc = json.decode_file(file)
+  if type(doc) ~= "table" then error("cuasync.sweep: worker task " .. file .. " is unreadable", 0) end
+  return doc
+end
+
+local function tell(line)
+  local f = io.open("/dev/fd/3", "w")
+  if f then f:write(line, "\n"); f:close() end
+end
+
+-- Serve a task in a worker: compile or measure the points, write the result, exit.
+function M.serve(S, task, space)
+  if task.mode == "compile" then
+    local out = {}
+    for _, i in ipairs(task.indices) do
+      local prog, err = runner.program_of(S, space:point(i))
+      if prog then
+        local ok, ms, hit = pcall(runner.compile_one, prog)
+        out[#out + 1] = ok and { index = i, ms = ms, cache = hit } or { index = i, error = tostring(ms) }
+      else
+        out[#out + 1] = { index = i, error = err }
+      end
+      tell("compiled " .. i)
+    end
+    write_file(task.out, json.encode(out))
+  else
+    if not S.host then device.open(task.gpu) end
+    local rows = {}
+    for k, i in ipairs(task.indices) do rows[k] = { index = i, params = space:point(i), kind = "measured", label = S:label(space:point(i)) } end
+    local base = runner.measure(S, rows, function() tell("measured") end, task.gpu, task.best_cost)
+    for _, r in ipairs(rows) do r.label = nil end
+    write_file(task.out, json.encode({ rows = rows, baseline = base }))
+  end
+  os.exit(0)
+end
+
+-- Run one task per entry of `shares` ({ indices, gpu }), all at once; returns each task's
+-- decoded result (or nil) and its log's tail, in order.
+local function run(S, mode, shares, step, extra)
+  local lua = os.getenv("LUAJIT") or "luajit"
+  local jobs, tasks = {}, {}
+  for w, share in ipairs(shares) do
+    local file = os.tmpname()
+    local t = { mode = mode, indices = share.indices, gpu = share.gpu, out = file .. ".out", best_cost = extra }
+    write_file(file, json.encode(t))
+    tasks[w] = { file = file, out = t.out, log = file .. ".log" }
+    local argv = { lua, S.script }
+    for _, a in ipairs(S.args) do argv[#argv + 1] = a end
+    -- the worker finds the modules where this process did
+    jobs[w] = { argv = argv, log = tasks[w].log,
+                env = { CUASYNC_SWEEP_WORKER = file, LUA_PATH = package.path, LUA_CPATH = package.cpath } }
+  end
+  local codes = isolate.spawn(jobs, step)
+  local out = {}
+  for w, t in ipairs(tasks) do
+    out[w] = { doc = json.decode_file(t.out), code = codes[w], log = (toolkit.read_file(t.log) or ""):sub(-300) }
+    os.remove(t.file); os.remove(t.out); os.remove(t.log)
+  end
+  return out
+end
+
+-- Compile rows (each with r.prog) in `jobs` workers; sets r.compile_ms and r.cache where a
+-- worker compiled it (the main process then loads every program from the disk cache).
+function M.compile(S, rows, jobs, step)
+  local n = math.min(jobs, #rows)
+  local shares = {}
+  for w = 1, n do shares[w] = { indices = {} } end
+  for k, r in ipairs(rows) do table.insert(shares[(k - 1) % n + 1].indices, r.index) end
+  local by = {}
+  for _, res in ipairs(run(S, "compile", shares, step)) do
+    for _, e in ipairs(type(res.doc) == "table" and res.doc or {}) do by[e.index] = e end
+  end
+  for _, r in ipairs(rows) do
+    local e = by[r.index]
+    if e and e.ms then r.compile_ms, r.cache = e.ms, e.cache end
+  end
+end
+
+-- Measure rows on several GPUs, one worker each. Returns the first worker's baseline row.
+function M.measure(S, rows, gpus, step, best_cost)
+  local shares, by = {}, {}
+  for w, g in ipairs(gpus) do shares[w] = { indices = {}, gpu = g } end
+  for k, r in ipairs(rows) do
+    table.insert(shares[(k - 1) % #gpus + 1].indices, r.index)
+    by[r.index] = r
+  end
+  local base
+  for w, res in ipairs(run(S, "measure", shares, step, best_cost)) do
+    local doc, got = type(res.doc) == "table" and res.doc or {}, {}
+    for _, wr in ipairs(doc.rows or {}) do
+      local r = by[wr.index]
+      if r then
+        for _, k in ipairs({ "kind", "reason", "ms", "gbps", "tflops", "ratio", "verified", "gpu", "times", "slow", "inflight", "cost" }) do r[k] = wr[k] end
+        got[wr.index] = true
+      end
+    end
+    base = base or doc.baseline
+    for _, i in ipairs(shares[w].indices) do
+      if not got[i] then
+        by[i].kind = "failed"
+        by[i].reason = ("the worker on GPU %d ended (exit %s) before measuring it: %s"):format(shares[w].gpu, tostring(res.code), res.log)
+      end
+    end
+  end
+  return base
+end
+
+return M
