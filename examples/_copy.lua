@@ -1,22 +1,24 @@
--- Shared by the copy benchmarks: `bytes` of fresh random data in src (kept on the host to verify
--- against), a dst, cuMemcpyDtoD as the yardstick variant, and verify(label) that compares dst
--- with the source byte for byte. close() frees it all.
-local ffi = require("ffi")
+-- Shared by the copy benchmarks: `bytes` of fresh random data in src, a dst, cuMemcpyDtoD as the
+-- yardstick variant, and verify(label) that compares dst with the source word for word, on the
+-- device (kernels-src/compare_words.cu), against `ref`: the same random data uploaded from the
+-- host into a buffer no kernel under test is given. close() frees it all.
 local cuasync = require("cuasync")
 local random = dofile((arg[0]:match("^(.*)/[^/]*$") or ".") .. "/_random.lua")
-pcall(ffi.cdef, "int memcmp(const void *a, const void *b, size_t n);")
 
 return function(bytes)
   local c = { bytes = bytes }
   c.host = cuasync.host_alloc(bytes)
   random.fill(c.host.ptr, bytes / 8)
-  c.src, c.dst = cuasync.alloc(bytes), cuasync.alloc(bytes)
+  c.src, c.dst, c.ref, c.bad = cuasync.alloc(bytes), cuasync.alloc(bytes), cuasync.alloc(bytes), cuasync.alloc(8)
   c.src:upload(c.host)
-  c.back = cuasync.host_alloc(bytes)
+  c.ref:upload(c.host)
+  local compare = cuasync.program{ file = "compare_words.cu" }:compile():kernel("compare_words", "ptr, ptr, u64, ptr")
+  assert(bytes % 16 == 0, "_copy: bytes must be a multiple of 16")
   function c.verify(label)
-    ffi.fill(c.back.ptr, bytes, 0)
-    c.dst:download_to(c.back)
-    if ffi.C.memcmp(c.back.ptr, c.host.ptr, bytes) ~= 0 then error(label .. ": the copy differs from the source", 0) end
+    c.bad:fill(0)
+    compare:launch({ grid = 4 * cuasync.current_device().sms, block = 256 }, c.dst, c.ref, bytes / 16, c.bad)
+    local bad = c.bad:download("uint64_t", 1)[0]
+    if bad ~= 0 then error(("%s: the copy differs from the source in %d of %d 16-byte words"):format(label, tonumber(bad), bytes / 16), 0) end
   end
   -- poison dst, run once, verify: every variant goes through this before it is timed
   function c.check(label, run)
@@ -27,6 +29,13 @@ return function(bytes)
   end
   c.base = { label = "cuMemcpyDtoD", run = function() c.dst:upload(c.src) end, times = {} }
   function c.gbps(ms) return 2 * bytes / (ms * 1e6) end
-  function c.close() c.host:close(); c.back:close(); c.src:close(); c.dst:close() end
+  -- a host buffer to download into, for the examples that check on the host (made on first use)
+  setmetatable(c, { __index = function(t, k)
+    if k == "back" then rawset(t, "back", cuasync.host_alloc(bytes)) return t.back end
+  end })
+  function c.close()
+    c.host:close(); c.src:close(); c.dst:close(); c.ref:close(); c.bad:close()
+    if rawget(c, "back") then c.back:close() end
+  end
   return c
 end

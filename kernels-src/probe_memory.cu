@@ -18,3 +18,39 @@ extern "C" __global__ void probe_chase(const unsigned *buf, unsigned start, unsi
     for (unsigned s = 0; s < steps; ++s) j = __ldcg(buf + (unsigned long long)j * 32);
     out[0] = j;
 }
+
+// The same chase while every other block streams src -> dst: the latency a load sees when the
+// memory runs at full bandwidth (Little's law wants this one). Block 0 waits 20 us for the
+// stream to ramp up, chases, writes out[0] = ns for `steps` loads, then raises *done; the
+// streaming blocks stop at *done, or after 200 ms whatever happens (no unbounded spin). The grid
+// must be co-resident (two blocks of 256 threads per SM).
+#include <cuasync/watchdog.cuh>
+
+extern "C" __global__ void probe_loaded(const unsigned *chain, unsigned start, unsigned steps, const uint4 *src,
+                                        uint4 *dst, unsigned long long n16, volatile unsigned *done,
+                                        unsigned long long *out)
+{
+    unsigned long long t0 = cuasync::watchdog::now();
+    if (blockIdx.x == 0) {
+        if (threadIdx.x == 0) {
+            while (cuasync::watchdog::now() - t0 < 20000) {}
+            unsigned j = start;
+            unsigned long long a = cuasync::watchdog::now();
+            for (unsigned s = 0; s < steps; ++s) j = __ldcg(chain + (unsigned long long)j * 32);
+            out[0] = cuasync::watchdog::now() - a;
+            out[1] = j;
+            __threadfence();
+            *done = 1;
+        }
+        return;
+    }
+    unsigned long long stride = (unsigned long long)(gridDim.x - 1) * blockDim.x;
+    unsigned long long i = (unsigned long long)(blockIdx.x - 1) * blockDim.x + threadIdx.x;
+    while (*done == 0 && cuasync::watchdog::now() - t0 < 200000000ull) {
+        for (int k = 0; k < 16; ++k) {
+            dst[i] = __ldcg(src + i);
+            i += stride;
+            if (i >= n16) i -= n16;
+        }
+    }
+}

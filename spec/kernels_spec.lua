@@ -115,7 +115,8 @@ local EXPECT = {
     "cp.async.cg.shared.global", "cp.async.mbarrier.arrive.noinc.shared::cta.b64", "mbarrier.try_wait.parity.shared::cta.b64",
   },
   ["graph_steps.cu"] = { "griddepcontrol.launch_dependents;", "griddepcontrol.wait;", "%globaltimer" },
-  ["probe_memory.cu"] = { "ld.global.cg.u32", "rem.u64" },   -- the chase reads through L2 only
+  ["compare_words.cu"] = { "ld.global.v4.u32", "atom.global.add.u64" },
+  ["probe_memory.cu"] = { "ld.global.cg.u32", "rem.u64", "ld.global.cg.v4.u32", "%globaltimer" },   -- the chase reads through L2 only
   ["cp_async_cxx.cu"] = { "cp.async.cg.shared.global", "cp.async.mbarrier.arrive", "mbarrier.try_wait" },
   ["pipeline_multicast.cu"] = {
     "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster",

@@ -79,8 +79,8 @@ function K:text()
   local head = ("knee along %s (the smallest %s beyond which no step gains %g%% or more)"):format(self.x, self.x, self.gain * 100)
   if self.memory then
     local m = self.memory
-    head = head .. (("; Little's law: %.0f GB/s read (half of DtoD) x %.0f ns latency / %d SMs = %s in flight per SM"):format(
-      m.dtod_gbps / 2, m.latency_ns, m.sms, kib(self.need)))
+    head = head .. (("; Little's law: %.0f GB/s read (half of DtoD) x %.0f ns latency at that load%s / %d SMs = %s in flight per SM"):format(
+      m.dtod_gbps / 2, m.latency_ns, m.idle_ns and (" (%.0f ns idle)"):format(m.idle_ns) or "", m.sms, kib(self.need)))
   end
   lines[1] = head
   local hits, n = 0, 0

@@ -67,16 +67,6 @@ local function gpu_list(where, g, available)
   return g
 end
 
--- The default number of compile workers: the processors online, at most 16 (4 if unknown).
-function M.cpus()
-  if not M.ncpu then
-    local p = io.popen("getconf _NPROCESSORS_ONLN 2>/dev/null")
-    M.ncpu = math.min(16, tonumber(p and p:read("*l") or "") or 4)
-    if p then p:close() end
-  end
-  return M.ncpu
-end
-
 local function now_s() return streams.now_ns() / 1e9 end
 
 -- The rows of the latest stored run on `dev_key`, by their params text (what replay answers from).
@@ -152,7 +142,7 @@ function M.run(S, o)
   util.known_fields(where, o, { jobs = true, gpus = true, force = true, shard = true, quiet = true, strategy = true,
                                 budget = true, seed = true, replay = true })
   M.check(where, o)
-  local jobs = util.int_in(where, "jobs", o.jobs or M.cpus(), 1, 256)
+  local jobs = util.int_in(where, "jobs", o.jobs or 4, 1, 256)
   local shard_i, shard_n = parse_shard(where, o.shard)
   local task = workers.task()
   if task then workers.serve(S, task, S.space) end
