@@ -95,21 +95,23 @@ describe("sweep", function()
         return sweep{ name = "resume", host = true, rounds = 1, reps = 1, params = { n = ns },
           build = function(p) calls = calls + 1 return { run = function() end, bytes = p.n } end }
       end
+      -- builds beyond the measured points: the re-measured winners (at least one, at most 3)
+      local function again(S) local n = 0 for _, r in ipairs(S.rows) do if r.remeasured then n = n + 1 end end return n end
       local S = make({ 1, 2 }):run{ quiet = true }
-      print("FIRST", calls, S.rows[1].cached, S.rows[2].cached)
+      print("FIRST", calls - again(S), again(S) >= 1, S.rows[1].cached, S.rows[2].cached)
       calls = 0
       S = make({ 1, 2, 3 }):run{ quiet = true }
       print("SECOND", calls, S.rows[1].cached, S.rows[3].cached, S.rows[1].kind)
       calls = 0
       S = make({ 1, 2, 3 }):run{ quiet = true, force = true }
-      print("FORCE", calls)
+      print("FORCE", calls - again(S), again(S) >= 1)
     ]], { CUASYNC_CACHE_DIR = cache_dir() })
     assert.is_true(ok, out)
-    -- each run builds its fresh points, and the winner once more to re-measure it alone (only
-    -- where more than one point was measured)
-    assert.truthy(out:find("FIRST\t3\tnil\tnil", 1, true), out)
+    -- each run builds its fresh points, and each winner once more to re-measure it alone (only
+    -- where more than one point was measured: the second run measured one)
+    assert.truthy(out:find("FIRST\t2\ttrue\tnil\tnil", 1, true), out)
     assert.truthy(out:find("SECOND\t1\ttrue\tnil\tmeasured", 1, true), out)
-    assert.truthy(out:find("FORCE\t4", 1, true), out)
+    assert.truthy(out:find("FORCE\t3\ttrue", 1, true), out)
   end)
 
   it("sweep.best names the latest run's best verified row, or says why there is none", function()
@@ -250,9 +252,10 @@ describe("sweep NVTX ranges", function()
     local _, pushes1 = rec:gsub("push nvtx_sweep n=1\n", "")
     local _, pushes2 = rec:gsub("push nvtx_sweep n=2\n", "")
     local _, pops = rec:gsub("pop\n", "")
-    -- each: the verified run and 2 timed reps; the winner 3 more, re-measured alone
-    assert.same({ 3, 6 }, { math.min(pushes1, pushes2), math.max(pushes1, pushes2) }, rec)
-    assert.equal(9, pops, rec)
+    -- each: the verified run and 2 timed reps; a winner 3 more, re-measured alone (the first
+    -- always; the other too when the first falls behind it alone)
+    assert.is_true((pushes1 == 3 or pushes1 == 6) and (pushes2 == 3 or pushes2 == 6) and pushes1 + pushes2 >= 9, rec)
+    assert.equal(pushes1 + pushes2, pops, rec)
   end)
 end)
 
