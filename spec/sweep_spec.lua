@@ -122,7 +122,7 @@ describe("sweep", function()
       local function make(ns)
         return sweep{ name = "ranked", host = true, rounds = 1, reps = 2, params = { n = ns, tag = { "a" } },
           build = function(p)
-            local spin = ({ 40000, 2000, 200, 20000 })[p.n]
+            local spin = ({ 400000, 20000, 2000, 200000 })[p.n]   -- long enough that a trace compile in a timed rep cannot reorder them
             return { run = function() local x = 0 for i = 1, spin do x = x + i end return x end,
                      verify = function() return p.n ~= 3, "planted" end }
           end }

@@ -87,9 +87,9 @@ local size_out = ffi.new("long long[1]")
 local function read_disk(key)
   local path = M.path(key)
   -- only a regular file is opened: a directory fails to read, a FIFO would block the open
-  local kind = C.cuasync_fs_regular_size(path, size_out)
-  if kind == -1 then return nil end
-  if kind ~= 0 or size_out[0] > M.MAX_ENTRY then
+  local kind, size = M.file_kind(path)
+  if kind == "missing" then return nil end
+  if kind ~= "file" or size > M.MAX_ENTRY then
     M.stats.corrupt = M.stats.corrupt + 1
     return nil
   end

@@ -2,6 +2,7 @@
 -- file with a message that says what is wrong (which directory is missing).
 local util = require("cuasync.util")
 local cache = require("cuasync.cache")
+local json = require("cuasync.tools.json")
 
 local M = {}
 
@@ -44,6 +45,15 @@ function M.writable(where, path)
   local f, err = io.open(path, "w")
   if not f then util.fail(where, ("cannot write %s: %s"):format(path, tostring(err))) end
   return f
+end
+
+-- A document written as JSON (tools/json.lua) to path; returns path.
+function M.write_json(where, path, doc)
+  json.lib()
+  local f = M.writable(where, path)
+  f:write(json.encode(doc, true), "\n")
+  f:close()
+  return path
 end
 
 return M

@@ -12,11 +12,7 @@ function M.document(S)
 end
 
 function M.write(S, path)
-  json.lib()
-  local f = common.writable("sweep.json", path)
-  f:write(json.encode(M.document(S), true), "\n")
-  f:close()
-  return path
+  return common.write_json("sweep.json", path, M.document(S))
 end
 
 function M.read(path)

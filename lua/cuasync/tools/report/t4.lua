@@ -4,7 +4,6 @@
 --   configuration = the params; invalidity = correct | correctness | compile | runtime | timeout
 --   | constraints; correctness = 1 for a verified row, else 0; times = { compilation_time (s),
 --   runtimes (s: each round's median) }; measurements = time (ms), GB/s or TFLOP/s, ratio.
-local json = require("cuasync.tools.json")
 local common = require("cuasync.tools.report.common")
 
 local M = { VERSION = "1.0.0", REQUIRED = { "configuration", "times", "invalidity", "correctness" } }
@@ -50,11 +49,7 @@ function M.document(S)
 end
 
 function M.write(S, path)
-  json.lib()
-  local f = common.writable("sweep.t4", path)
-  f:write(json.encode(M.document(S), true), "\n")
-  f:close()
-  return path
+  return common.write_json("sweep.t4", path, M.document(S))
 end
 
 return M

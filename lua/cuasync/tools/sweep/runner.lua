@@ -181,7 +181,7 @@ function M.measure(S, rows, step, gpu, best_cost)
     else
       local v
       v, blocked = try(S, r)
-      if v then variants[#variants + 1] = { run = v.run, row = r, bytes = v.bytes, flops = v.flops, label = r.label } end
+      if v then variants[#variants + 1] = { run = v.run, row = r, bytes = v.bytes, flops = v.flops } end
     end
     step()
   end

@@ -3,7 +3,7 @@
 -- device and driver, the keys of the latest run. A later run takes stored rows instead of
 -- measuring them again; cuasync.sweep.best reads the latest run's best verified row.
 --   { version = 3, entries = { [key] = row + { sum } }, runs = { [device key] = { at, keys } } }
--- Each entry carries the SHA-256 of its canonical form (cache.sha256): an entry whose sum does not
+-- Each entry carries the SHA-256 of its JSON (cache.sha256): an entry whose sum does not
 -- match was damaged and is measured again, never trusted. The file is written through the
 -- compile cache's atomic writer. Entries of versions 1 and 2 (unsealed) are measured again.
 local device = require("cuasync.device")
@@ -28,29 +28,23 @@ function M.key(device_key, digest, params_text)
   return device_key .. "|" .. digest .. "|" .. params_text
 end
 
--- A row's canonical text: keys sorted, numbers as JSON gives them back (tostring: 14 digits).
-local function canon(v)
-  local t = type(v)
-  if t == "table" then
-    local keys, out = {}, {}
-    for k in pairs(v) do if k ~= "sum" then keys[#keys + 1] = tostring(k) end end
-    table.sort(keys)
-    for _, k in ipairs(keys) do out[#out + 1] = ("%q:%s"):format(k, canon(v[k])) end
-    return "{" .. table.concat(out, ",") .. "}"
-  end
-  if t == "string" then return ("%q"):format(v) end
-  return tostring(v)
+-- An entry's checksum: the SHA-256 of its JSON without the sum (tools/json.lua writes keys
+-- sorted and numbers exact, so the text read back encodes to the same bytes).
+local function checksum(e)
+  local copy = {}
+  for k, v in pairs(e) do if k ~= "sum" then copy[k] = v end end
+  return cache.sha256(json.encode(copy))
 end
 
 function M.seal(row)
   local e = {}
   for k, v in pairs(row) do e[k] = v end
-  e.sum = cache.sha256(canon(e))
+  e.sum = checksum(e)
   return e
 end
 
 local function intact(e)
-  return type(e) == "table" and type(e.sum) == "string" and e.sum == cache.sha256(canon(e))
+  return type(e) == "table" and type(e.sum) == "string" and e.sum == checksum(e)
 end
 
 -- The store of sweep `name`: { entries, runs, damaged = n (entries dropped) }; empty when there is
@@ -90,7 +84,8 @@ function M.load(where, name)
   return s
 end
 
--- Write the store. Quietly nothing with CUASYNC_CACHE=0 or without dkjson (the sweep then
+-- Write the store. Quietly nothing with CUASYNC_CACHE=0 or without dkjson (load could not read
+-- the store, so writing would drop it unread; the sweep then measures every time)
 -- measures every time); a write that fails says so once on stderr (the rows are in S.rows).
 local warned = false
 function M.save(name, s)
