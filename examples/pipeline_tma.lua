@@ -4,12 +4,14 @@
 -- that their stages hold about n bytes, as examples/tma_copy.lua sizes its grid), each verified
 -- on fresh data, GB/s beside cuMemcpyDtoD in interleaved rounds. `make run`.
 --   luajit examples/pipeline_tma.lua [--stages 1,2,3,4,6,8] [--rows 32,64] [--warps 2,4] [--inflight 0,40960]
---                                    [--out build]
+--                                    [--out build] [--slurm SHARDS [--slurm-gpus 1] [--slurm-dir DIR]]
+-- --slurm N runs the sweep as a Slurm job array of N shards and waits for the merged rows.
 local dir = arg[0]:match("^(.*)/[^/]*$") or "."
 dofile(dir .. "/_path.lua")
 local cuasync = require("cuasync")
 local o = dofile(dir .. "/_args.lua")({ width = 16384, height = 8192, stages = "1,2,3,4,6,8", rows = "32,64", warps = "2,4", inflight = "0,40960",
-  rounds = 5, reps = 10, out = "", gpus = "0" }, "pipeline_tma.lua [--stages 2,4] [--rows 32,64] [--warps 2,4] [--inflight 0,40960] [--width N] [--height N] [--out DIR] [--gpus all|0,1]")
+  rounds = 5, reps = 10, out = "", gpus = "0", slurm = 0, ["slurm-gpus"] = 1, ["slurm-dir"] = "" },
+  "pipeline_tma.lua [--stages 2,4] [--rows 32,64] [--warps 2,4] [--inflight 0,40960] [--width N] [--height N] [--out DIR] [--gpus all|0,1] [--slurm SHARDS] [--slurm-gpus N] [--slurm-dir DIR]")
 local function list(s) local t = {} for x in tostring(s):gmatch("%d+") do t[#t + 1] = tonumber(x) end return t end
 local W, Hh = o.width, o.height
 local bytes = W * Hh * 4
@@ -35,7 +37,8 @@ local S = cuasync.sweep{ name = "pipeline_tma", params = { stages = list(o.stage
              poison = function() c.dst:fill(0xA5) end, verify = function() c.verify("pipeline_tma") return true end }
   end,
   baseline = { name = "cuMemcpyDtoD", run = function() buffers().base.run() end, bytes = 2 * bytes } }
-S:run{ gpus = o.gpus == "all" and "all" or list(o.gpus) }:print()
+S:run{ gpus = o.gpus == "all" and "all" or list(o.gpus), slurm = o.slurm > 0 and { shards = o.slurm, wait = true,
+  gpus_per_task = o["slurm-gpus"], dir = o["slurm-dir"] ~= "" and o["slurm-dir"] or nil, poll_s = 0.5 } or nil }:print()
 -- where extra stages stop paying, beside what Little's law predicts from the memory probe
 local mem = S.best and cuasync.probe.memory(cuasync.current_device()) or nil
 print(S.best and S:knee{ x = "stages", series = { "inflight", "rows", "warps" }, memory = mem }:text()

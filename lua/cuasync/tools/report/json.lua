@@ -8,7 +8,8 @@ local M = {}
 
 function M.document(S)
   return { name = S.name, order = S.order, device = S.device_name, unit = S.unit, baseline = S.baseline_row,
-           strategy = S.strategy, seed = S.seed, complete = S.complete, stopped = S.stopped, rows = S.rows }
+           strategy = S.strategy, seed = S.seed, complete = S.complete, stopped = S.stopped, rows = S.rows,
+           shard = S.shard, wall_s = S.wall_s }
 end
 
 function M.write(S, path)

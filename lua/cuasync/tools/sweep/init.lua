@@ -20,6 +20,8 @@ local space = require("cuasync.tools.sweep.space")
 local store = require("cuasync.tools.sweep.store")
 local search = require("cuasync.tools.sweep.search")
 local knee = require("cuasync.tools.sweep.knee")
+local merge = require("cuasync.tools.sweep.merge")
+local slurm = require("cuasync.tools.sweep.slurm")
 
 local M = {}
 local Sweep = {}
@@ -88,8 +90,19 @@ end
 
 function Sweep:label(p) return self.name .. " " .. report.params_text(self.order, p) end
 
--- Run the sweep (search.lua): rows for every point, S.best, S.complete.
-function Sweep:run(o) return search.run(self, o) end
+-- Run the sweep (search.lua): rows for every point, S.best, S.complete. Through Slurm with
+-- o.slurm (slurm/); in a Slurm array task, its shard. A worker process serves its task first.
+function Sweep:run(o)
+  if not os.getenv("CUASYNC_SWEEP_WORKER") then
+    local task = slurm.task()
+    if task then return slurm.serve(self, task, o, search.run) end
+    if type(o) == "table" and o.slurm ~= nil then
+      search.options(WHERE .. ".run", o)
+      return slurm.run(self, o, slurm.options(self, o.slurm))
+    end
+  end
+  return search.run(self, o)
+end
 
 function Sweep:text() return report.handler("text").text(self) end
 function Sweep:print()
@@ -107,26 +120,14 @@ function Sweep:plot(path, o) return self:write("plot", path, o) end
 -- S:knee{ x = "stages", series = "rows" | { ... }, memory = cuasync.probe.memory(dev) } (knee.lua)
 function Sweep:knee(o) return knee.find(self, o) end
 
--- Join the JSON files of shards (or of earlier runs) into one sweep's rows, by point index.
-function M.merge(paths)
-  util.list("sweep.merge", "paths", paths)
-  if #paths == 0 then util.fail("sweep.merge", "no files to merge") end
-  local S = setmetatable({ rows = {} }, Sweep)
-  local seen = {}
-  for _, path in ipairs(paths) do
-    local doc = report.handler("json").read(path)
-    S.name, S.order, S.unit, S.device_name = S.name or doc.name, S.order or doc.order, S.unit or doc.unit,
-      S.device_name or doc.device
-    S.baseline_row = S.baseline_row or doc.baseline
-    if doc.complete == false then S.complete, S.stopped = false, doc.stopped end
-    for _, r in ipairs(doc.rows) do
-      if not seen[r.index] then seen[r.index] = true; S.rows[#S.rows + 1] = r end
-    end
-  end
-  table.sort(S.rows, function(a, b) return a.index < b.index end)
-  S.baseline_name = S.baseline_row and S.baseline_row.name
-  S.best = report.best(S.rows)
-  return S
+-- Join the JSON files of shards (or of earlier runs) into one sweep's rows (merge.lua).
+function M.merge(paths) return merge.into(setmetatable({ rows = {} }, Sweep), paths) end
+
+-- The Slurm merge job's work: DIR's shards joined into DIR/NAME.json and NAME.csv.
+function M.merge_job(dir)
+  local S = M.merge((slurm.shard_paths(dir)))
+  print(("merged into %s and %s"):format(S:write("json", dir .. "/" .. S.name .. ".json"), S:write("csv", dir .. "/" .. S.name .. ".csv")))
+  S:print()
 end
 
 -- cuasync.sweep.best(name[, { device = dev }]) -> params, row | nil, why (store.lua)

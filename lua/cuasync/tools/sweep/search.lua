@@ -135,15 +135,21 @@ local function entry(r)
                       remeasured = r.remeasured, inflight = r.inflight, times = r.times })
 end
 
+-- S:run's options checked; returns jobs, shard i, shard n.
+function M.options(where, o)
+  util.kind(where, "argument", o, "table")
+  util.known_fields(where, o, { jobs = true, gpus = true, force = true, shard = true, quiet = true, strategy = true,
+                                budget = true, seed = true, replay = true, slurm = true })
+  M.check(where, o)
+  local jobs = util.int_in(where, "jobs", o.jobs or 4, 1, 256)
+  return jobs, parse_shard(where, o.shard)
+end
+
 function M.run(S, o)
   local where = "sweep.run"
   o = o or {}
-  util.kind(where, "argument", o, "table")
-  util.known_fields(where, o, { jobs = true, gpus = true, force = true, shard = true, quiet = true, strategy = true,
-                                budget = true, seed = true, replay = true })
-  M.check(where, o)
-  local jobs = util.int_in(where, "jobs", o.jobs or 4, 1, 256)
-  local shard_i, shard_n = parse_shard(where, o.shard)
+  local jobs, shard_i, shard_n = M.options(where, o)
+  if o.slurm ~= nil then util.fail(where, "slurm is handled by S:run (cuasync.sweep), not here") end
   local task = workers.task()
   if task then workers.serve(S, task, S.space) end
   local strategy = o.strategy or S.defaults.strategy or "exhaustive"
@@ -156,6 +162,7 @@ function M.run(S, o)
 
   local rows, by, candidates = {}, {}, {}
   S.rows, S.best, S.baseline_row, S.compile_s, S.skipped_launches = rows, nil, nil, 0, nil
+  S.shard = shard_i and ("%d/%d"):format(shard_i, shard_n) or nil
   for i = 1, S.space:count() do
     if not shard_i or (i - 1) % shard_n == shard_i - 1 then
       local r = { index = i, params = S.space:point(i), kind = "measured" }
@@ -250,7 +257,7 @@ function M.run(S, o)
     st.runs[ctx.device_key] = { at = os.time(), keys = keys }
     store.save(S.name, st)
   end
-  for _, r in ipairs(rows) do r.prog, r.key, r.cost = nil, nil, nil end
+  for _, r in ipairs(rows) do r.prog, r.cost = nil, nil end   -- r.key stays: merge joins rows by it
   S.best = common.best(rows)
   S.at = os.time()
   S.wall_s = now_s() - t0
