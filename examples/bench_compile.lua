@@ -1,6 +1,7 @@
 -- bench_compile.lua: how long prog:compile() takes in a new process — cold (NVRTC) and again
 -- from the disk cache — each in a fresh LuaJIT process with a fresh cache directory; and a
--- compile that hits the memory cache (the same program built again in one process).
+-- compile that hits the memory cache (the same program built again in one process); then
+-- NVRTC's precompiled headers in one process, and a 36-variant GEMM sweep's compile phase.
 --   luajit examples/bench_compile.lua
 local root = dofile((arg[0]:match("^(.*)/[^/]*$") or ".") .. "/_path.lua")
 
@@ -23,6 +24,36 @@ if arg[1] == "--child" then
   return
 end
 
+if arg[1] == "--pch-child" then
+  local cuasync = require("cuasync")
+  local gemm = require("cuasync.kernels.gemm")
+  local pch = arg[3] == "1"
+  local t = {}
+  for i, v in ipairs({ 2, 3, 4, 5 }) do
+    local p = arg[2] == "libcu++"
+      and cuasync.program{ file = "libcudacxx_pipelines.cu", arch = "sm_90a", defines = { STAGES = v }, pch = pch }
+      or gemm.program({ stages = v, tile = "128x128", m = 8192, n = 8192, k = 8192 }, { pch = pch, arch = "sm_90a" })
+    local t0 = cuasync.now_ns()
+    p:compile()
+    t[i] = tonumber(cuasync.now_ns() - t0) / 1e6
+  end
+  print(table.concat(t, " "))
+  return
+end
+if arg[1] == "--sweep-child" then
+  local cuasync = require("cuasync")
+  local gemm = require("cuasync.kernels.gemm")
+  local S = cuasync.sweep{ name = "bench_compile_gemm", host = true, rounds = 1, reps = 1,
+    params = { stages = { 2, 3, 4 }, tile = { "128x128", "128x256" }, cluster = { 1, 2 }, raster = { 1, 8, 16 } },
+    program = function(p) return gemm.program({ stages = p.stages, tile = p.tile, cluster = p.cluster, raster = p.raster,
+                                                m = 8192, n = 8192, k = 8192 }, { arch = "sm_90a" }) end,
+    build = function() return { run = function() end } end }
+  S:run{ jobs = tonumber(arg[2]), quiet = true, force = true }
+  local n = 0
+  for _, r in ipairs(S.rows) do if r.compile_ms then n = n + 1 end end
+  print(("%.3f %d"):format(S.compile_s, n))
+  return
+end
 local dir = os.tmpname()
 os.remove(dir)
 local function child()
@@ -45,3 +76,49 @@ print(("copy_bulk.cu, new process each: cold compile %.1f ms (NVRTC runs: %d); f
   cold, n1, warm[3]))
 print(("prog:compile() hitting the memory cache (a new program object, same source): %.3f ms (median of 200)"):format(hit))
 os.execute(("rm -rf %q"):format(dir))
+
+-- Precompiled headers (NVRTC's automatic PCH, what a sweep's compile workers use): each program
+-- compiled as 4 variants one after another in one fresh process, without and with PCH. The
+-- first compile is cold; the rest are warm in the worker. (Across processes NVRTC's PCH does
+-- not carry: its automatic files are deleted at exit, and an explicit --create-pch file is
+-- refused by another process, "incompatible PCH heap allocation address".)
+local function pch_run(which, on)
+  local d = os.tmpname()
+  os.remove(d)
+  local p = io.popen(("CUASYNC_CACHE_DIR=%q luajit %q --pch-child %s %d"):format(d, arg[0], which, on and 1 or 0))
+  local out = p:read("*a")
+  p:close()
+  os.execute(("rm -rf %q"):format(d))
+  local t = {}
+  for x in out:gmatch("%S+") do t[#t + 1] = tonumber(x) end
+  assert(#t == 4, "pch child failed: " .. out)
+  return t
+end
+print("\nprecompiled headers: 4 variants compiled one after another in one new process (ms)")
+print(("%-44s %8s %8s %8s %8s"):format("", "cold", "2nd", "3rd", "4th"))
+for _, which in ipairs({ "libcu++", "gemm" }) do
+  for _, on in ipairs({ false, true }) do
+    local t = pch_run(which, on)
+    print(("%-44s %8.0f %8.0f %8.0f %8.0f"):format(
+      (which == "libcu++" and "libcudacxx_pipelines.cu (<cuda/pipeline>)" or "gemm_tma.cu (128x128)") .. (on and ", PCH" or ", no PCH"),
+      t[1], t[2], t[3], t[4]))
+  end
+end
+
+-- The compile phase of a 36-variant GEMM sweep on a cold cache (a host sweep: compiles only),
+-- with the compile workers (--jobs) and PCH varied.
+local cores = tonumber(io.popen("nproc"):read("*l")) or 4
+print(("\n36-variant GEMM sweep, compile phase on a cold cache (%d cores here)"):format(cores))
+for _, jobs in ipairs({ 4, math.max(4, cores) }) do
+  for _, on in ipairs({ false, true }) do
+    local d = os.tmpname()
+    os.remove(d)
+    local p = io.popen(("CUASYNC_CACHE_DIR=%q CUASYNC_PCH=%d luajit %q --sweep-child %d"):format(d, on and 1 or 0, arg[0], jobs))
+    local out = p:read("*a")
+    p:close()
+    os.execute(("rm -rf %q"):format(d))
+    local s, n = out:match("^(%S+) (%d+)")
+    assert(s, "sweep child failed: " .. out)
+    print(("  --jobs %2d, %-7s %6.2f s for %s variants"):format(jobs, on and "PCH" or "no PCH", tonumber(s), n))
+  end
+end

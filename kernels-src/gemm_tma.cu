@@ -10,11 +10,14 @@
 //   EPILOGUE = 1: C goes out through TMA stores of 64 x 32 chunks staged in the plan's scratch
 //     region (one 8 KiB chunk buffer per consumer warpgroup); 0: each thread stores its
 //     accumulators. The loads' out-of-bounds fill is zero; both epilogues store only inside C.
-#include <cuasync/pipelines/gemm.cuh>
+// The device headers first, the plan's header last: the shared block is what a sweep's compile
+// workers precompile once (NVRTC's automatic PCH), the plan differs per variant.
+#include <cuasync/pipeline.cuh>
 #include <cuasync/tma.cuh>
 #include <cuasync/bulk.cuh>
 #include <cuasync/wgmma.cuh>
 #include <cuasync/warpgroup.cuh>
+#include <cuasync/pipelines/gemm.cuh>
 
 #ifndef BM
 #define BM 128

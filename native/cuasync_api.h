@@ -105,15 +105,24 @@ typedef struct _nvrtcProgram *nvrtcProgram;
     X(nvrtcAddNameExpression, int, (nvrtcProgram prog, const char *expr)) \
     X(nvrtcGetLoweredName, int, (nvrtcProgram prog, const char *expr, const char **lowered))
 
+/* Optional (NVRTC 12.8+, precompiled headers): NULL where the library lacks them. */
+#define CUASYNC_NVRTC_OPTIONAL_API(X) \
+    X(nvrtcGetPCHCreateStatus, int, (nvrtcProgram prog)) \
+    X(nvrtcGetPCHHeapSizeRequired, int, (nvrtcProgram prog, size_t *size)) \
+    X(nvrtcGetPCHHeapSize, int, (size_t *size)) \
+    X(nvrtcSetPCHHeapSize, int, (size_t size))
+#define CUASYNC_NVRTC_PCH_HEAP_EXHAUSTED 14
+
 #define CUASYNC_DECLARE_DRV(name, ver, ret, params) typedef ret (*cuasync_pfn_##name) params;
 CUASYNC_DRIVER_API(CUASYNC_DECLARE_DRV)
 #define CUASYNC_DECLARE_NVRTC(name, ret, params) typedef ret (*cuasync_pfn_##name) params;
 CUASYNC_NVRTC_API(CUASYNC_DECLARE_NVRTC)
+CUASYNC_NVRTC_OPTIONAL_API(CUASYNC_DECLARE_NVRTC)
 
 #define CUASYNC_MEMBER_DRV(name, ver, ret, params) cuasync_pfn_##name name;
 #define CUASYNC_MEMBER_NVRTC(name, ret, params) cuasync_pfn_##name name;
 typedef struct { CUASYNC_DRIVER_API(CUASYNC_MEMBER_DRV) } cuasync_driver_table;
-typedef struct { CUASYNC_NVRTC_API(CUASYNC_MEMBER_NVRTC) } cuasync_nvrtc_table;
+typedef struct { CUASYNC_NVRTC_API(CUASYNC_MEMBER_NVRTC) CUASYNC_NVRTC_OPTIONAL_API(CUASYNC_MEMBER_NVRTC) } cuasync_nvrtc_table;
 
 extern cuasync_driver_table cuasync_cu;    /* filled by cuasync_driver_init */
 extern cuasync_nvrtc_table cuasync_nvrtc;  /* filled by cuasync_nvrtc_init */

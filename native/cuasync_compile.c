@@ -9,6 +9,13 @@
 #include "cuasync_error.h"
 #include "cuasync_loader.h"
 
+static int cuasync_pch_heap_retries;
+
+int cuasync_compile_pch_retries(void)
+{
+    return cuasync_pch_heap_retries;
+}
+
 struct cuasync_compiled {
     char *log, *ptx, *cubin;
     size_t log_len, ptx_len, cubin_len;
@@ -57,23 +64,39 @@ int cuasync_compile(const char *source, const char *name,
 {
     nvrtcProgram prog = NULL;
     cuasync_compiled *c;
-    int rc, status, i, compile_status;
+    int rc, status, i, compile_status, attempt;
 
     *out = NULL;
     rc = cuasync_nvrtc_init(err, errlen);
     if (rc) return rc;
     if (!source || !name || nheaders < 0 || noptions < 0 || nexpressions < 0)
         return cuasync_fail(err, errlen, CUASYNC_E_INVALID, "cuasync_compile: bad arguments");
-    status = cuasync_nvrtc.nvrtcCreateProgram(&prog, source, name, nheaders, header_sources, header_names);
-    if (status) return nvrtc_fail(err, errlen, "nvrtcCreateProgram", status, name);
-    for (i = 0; i < nexpressions; i++) {
-        status = cuasync_nvrtc.nvrtcAddNameExpression(prog, expressions[i]);
-        if (status) {
-            cuasync_nvrtc.nvrtcDestroyProgram(&prog);
-            return nvrtc_fail(err, errlen, "nvrtcAddNameExpression", status, name);
+    for (attempt = 0;; attempt++) {
+        status = cuasync_nvrtc.nvrtcCreateProgram(&prog, source, name, nheaders, header_sources, header_names);
+        if (status) return nvrtc_fail(err, errlen, "nvrtcCreateProgram", status, name);
+        for (i = 0; i < nexpressions; i++) {
+            status = cuasync_nvrtc.nvrtcAddNameExpression(prog, expressions[i]);
+            if (status) {
+                cuasync_nvrtc.nvrtcDestroyProgram(&prog);
+                return nvrtc_fail(err, errlen, "nvrtcAddNameExpression", status, name);
+            }
         }
+        compile_status = cuasync_nvrtc.nvrtcCompileProgram(prog, noptions, options);
+        /* automatic PCH: a header that did not fit the PCH heap is compiled without it; the heap is
+         * grown to what it needed and the program compiled once more, so that the next one gets it */
+        if (attempt == 0 && compile_status == 0 && cuasync_nvrtc.nvrtcGetPCHCreateStatus
+            && cuasync_nvrtc.nvrtcGetPCHCreateStatus(prog) == CUASYNC_NVRTC_PCH_HEAP_EXHAUSTED
+            && cuasync_nvrtc.nvrtcGetPCHHeapSizeRequired && cuasync_nvrtc.nvrtcSetPCHHeapSize) {
+            size_t need = 0;
+            if (cuasync_nvrtc.nvrtcGetPCHHeapSizeRequired(prog, &need) == 0 && need > 0
+                && cuasync_nvrtc.nvrtcSetPCHHeapSize(need) == 0) {
+                cuasync_pch_heap_retries++;
+                cuasync_nvrtc.nvrtcDestroyProgram(&prog);
+                continue;
+            }
+        }
+        break;
     }
-    compile_status = cuasync_nvrtc.nvrtcCompileProgram(prog, noptions, options);
 
     c = calloc(1, sizeof *c);
     if (!c) { cuasync_nvrtc.nvrtcDestroyProgram(&prog); goto oom; }

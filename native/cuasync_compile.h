@@ -19,5 +19,8 @@ const char *cuasync_compiled_ptx(const cuasync_compiled *c, size_t *len);
 const char *cuasync_compiled_cubin(const cuasync_compiled *c, size_t *len);
 const char *cuasync_compiled_lowered(const cuasync_compiled *c, int index);
 void cuasync_compiled_free(cuasync_compiled *c);
+/* How many compiles were repeated with a larger PCH heap (NVRTC said the automatic precompiled
+ * header did not fit: PCH_CREATE_HEAP_EXHAUSTED). */
+int cuasync_compile_pch_retries(void);
 
 #endif

@@ -212,6 +212,10 @@ static const struct { const char *name; void **slot; } nvrtc_entries[] = {
     CUASYNC_NVRTC_API(CUASYNC_NVRTC_ENTRY)
 };
 #define N_NVRTC_ENTRIES (sizeof nvrtc_entries / sizeof nvrtc_entries[0])
+static const struct { const char *name; void **slot; } nvrtc_optional[] = {
+    CUASYNC_NVRTC_OPTIONAL_API(CUASYNC_NVRTC_ENTRY)
+};
+#define N_NVRTC_OPTIONAL (sizeof nvrtc_optional / sizeof nvrtc_optional[0])
 
 static void loaded_path(void *lib, const char *fallback)
 {
@@ -256,6 +260,10 @@ static int nvrtc_open(void)
                      nvrtc_loaded_path, nvrtc_entries[e].name);
             return CUASYNC_E_NONVRTC;
         }
+    }
+    for (e = 0; e < N_NVRTC_OPTIONAL; e++) {
+        *nvrtc_optional[e].slot = dlsym(lib, nvrtc_optional[e].name);
+        TRACE("dlsym(\"%s\"): %s (optional)", nvrtc_optional[e].name, *nvrtc_optional[e].slot ? "ok" : "not found");
     }
     return CUASYNC_OK;
 }

@@ -3,6 +3,7 @@
 local cuasync = require("cuasync")
 
 local EXPECT = {
+  ["cancel_probe.cu"] = { "ld.volatile.global.u32", "nanosleep.u32", "%globaltimer" },
   ["copy_bulk.cu"] = {
     "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes",
     "cp.async.bulk.global.shared::cta.bulk_group",

@@ -7,6 +7,7 @@ local toolkit = require("cuasync.toolkit")
 local util = require("cuasync.util")
 require("cuasync.cdef.compile")
 require("cuasync.cdef.loader")
+require("cuasync.cdef.fs")
 
 local C, errbuf, ERRLEN = native.C, native.errbuf, native.ERRLEN
 
@@ -69,11 +70,92 @@ function M.key(p, arch)
   return cache.key(parts), opts
 end
 
+-- -- Precompiled headers ----------------------------------------------------------------------
+-- NVRTC's automatic PCH (12.8+, -pch) precompiles the source's leading #include block and reuses
+-- it while the block and the command line stay the same, and only within one process (its
+-- files are deleted at exit; an explicit --create-pch file is refused by another process: its
+-- heap address differs). A sweep's compile workers compile many variants one after another, so
+-- they ask for it (p.pch). The variants' defines then move from the command line to #define
+-- lines after the block, behind a declaration that ends it, with #line keeping the user's line
+-- numbers. A program qualifies only where that changes nothing: its block includes none of its
+-- own headers (a plan header differs per variant), and no define it moves is named in a header
+-- cuasync can read (the device headers and the program's own); CUASYNC_* and _-prefixed
+-- defines stay on the command line. The cache key is the program's, either way (the PTX can
+-- differ only in the order of its declarations). CUASYNC_PCH=0 turns it off.
+local named = setmetatable({}, { __mode = "k" })
+local function in_headers(hdr, p, name)
+  local seen = named[hdr] or {}
+  named[hdr] = seen
+  local pat = "%f[%w_]" .. name .. "%f[^%w_]"
+  if seen[name] == nil then
+    seen[name] = false
+    for _, src in ipairs(hdr.sources) do if src:find(pat) then seen[name] = true break end end
+  end
+  if seen[name] then return true end
+  for _, src in ipairs(p.headers.sources) do if src:find(pat) then return true end end
+  return false
+end
+
+local has_pch
+local function nvrtc_has_pch()
+  if has_pch == nil then
+    local major, minor = ffi.new("int[1]"), ffi.new("int[1]")
+    has_pch = C.cuasync_nvrtc_version(major, minor, errbuf, ERRLEN) == 0
+              and (major[0] > 12 or (major[0] == 12 and minor[0] >= 8))
+  end
+  return has_pch
+end
+
+-- The source and options of p's PCH form, or nil where p does not qualify.
+function M.pch_form(p, arch)
+  if os.getenv("CUASYNC_PCH") == "0" or not nvrtc_has_pch() then return nil end
+  local own = {}
+  for _, n in ipairs(p.headers.names) do own[n] = true end
+  local lines, last, includes, comment = {}, 0, 0, false
+  for l in (p.source .. "\n"):gmatch("([^\n]*)\n") do lines[#lines + 1] = l end
+  for i, l in ipairs(lines) do
+    local inc = l:match('^%s*#%s*include%s*[<"]([^>"]+)[>"]%s*$') or l:match('^%s*#%s*include%s*[<"]([^>"]+)[>"]%s*//.*$')
+    if comment then
+      if l:find("%*/") then comment = l:find("%*/.*%S") ~= nil end
+      if comment then break end
+    elseif l:match("^%s*$") or l:match("^%s*//") then -- blank or a line comment
+    elseif l:match("^%s*/%*") then comment = not l:find("%*/")
+    elseif inc and not own[inc] then includes = includes + 1
+    else break end
+    last = i
+  end
+  if includes == 0 or comment then return nil end
+  local hdr = toolkit.device_headers()
+  local moved, kept = {}, {}
+  for _, k in ipairs(p.define_names) do
+    if k:match("^CUASYNC_") or k:match("^_") then kept[k] = true
+    elseif in_headers(hdr, p, k) then return nil
+    else moved[#moved + 1] = ("#define %s %s"):format(k, p.defines[k]) end
+  end
+  local dir = (cache.dir() or os.tmpname() .. ".d") .. "/pch"
+  if C.cuasync_fs_mkdirs(dir, errbuf, ERRLEN) ~= 0 then return nil end
+  local head = table.concat(lines, "\n", 1, last)
+  local rest = table.concat(lines, "\n", last + 1)
+  local source = ("%s\ntypedef int cuasync_pch_stop_;\n%s\n#line %d \"%s\"\n%s"):format(head, table.concat(moved, "\n"),
+    last + 1, p.name, rest)
+  local opts = { "-arch=" .. arch, "-std=c++17", "-D__CUASYNC__=1" }
+  for _, d in ipairs(toolkit.cuda_includes()) do opts[#opts + 1] = "-I" .. d end
+  for _, k in ipairs(p.define_names) do
+    if kept[k] then opts[#opts + 1] = "-D" .. k .. "=" .. p.defines[k] end
+  end
+  for _, o in ipairs(p.options) do opts[#opts + 1] = o end
+  for _, o in ipairs({ "-pch", "--pch-dir=" .. dir, "--pch-verbose=false", "--pch-messages=false" }) do opts[#opts + 1] = o end
+  return { source = source, options = opts }
+end
+
 -- build(p, arch) -> cache entry { ptx, cubin, log, lowered, nvrtc }, key
 function M.build(p, arch)
   local key, opts = M.key(p, arch)
   local entry = cache.get(key)
   if entry then return entry, key end
+  local source = p.source
+  local form = p.pch and M.pch_form(p, arch)
+  if form then source, opts = form.source, form.options end
 
   local hdr = toolkit.device_headers()
   local names, sources = {}, {}
@@ -82,7 +164,7 @@ function M.build(p, arch)
     names[#names + 1], sources[#sources + 1] = n, p.headers.sources[i]
   end
   local out = ffi.new("cuasync_compiled *[1]")
-  local rc = C.cuasync_compile(p.source, p.name, #names, strings(sources), strings(names),
+  local rc = C.cuasync_compile(source, p.name, #names, strings(sources), strings(names),
                                #opts, strings(opts), #p.expressions, strings(p.expressions),
                                out, errbuf, ERRLEN)
   local msg = native.message()

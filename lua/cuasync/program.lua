@@ -17,7 +17,7 @@ M.kernels_dir = toolkit.kernels_dir
 M.device_headers = toolkit.device_headers
 
 local FIELDS = { source = true, file = true, name = true, defines = true, options = true,
-                 headers = true, expressions = true, arch = true, watchdog = true }
+                 headers = true, expressions = true, arch = true, watchdog = true, pch = true }
 
 local function fail(msg) util.fail("program", msg) end
 
@@ -104,6 +104,9 @@ local function new(spec, hooks)
     p.defines[k] = define_value(k, v)
     dnames[#dnames + 1] = k
   end
+  -- pch = true: NVRTC's automatic precompiled header where the program qualifies (compiler.lua)
+  if spec.pch ~= nil and type(spec.pch) ~= "boolean" then fail(("pch must be a boolean (got %s)"):format(util.describe(spec.pch))) end
+  p.pch = spec.pch
   -- the watchdog (watchdog.lua): its defines compile the bounded waits of watchdog.cuh
   p.watchdog = watchdog.options(spec.watchdog)
   if p.watchdog then

@@ -8,6 +8,7 @@ local watchdog = require("cuasync.watchdog")
 local capture = require("cuasync.capture")
 require("cuasync.cdef.stream")
 require("cuasync.cdef.event")
+require("cuasync.cdef.signal")
 
 local C, errbuf, ERRLEN = native.C, native.errbuf, native.ERRLEN
 
@@ -36,13 +37,36 @@ function M.timeout(where, opts)
   return util.int_in(where, "timeout_ms", opts.timeout_ms, 1, M.MAX_TIMEOUT_MS)
 end
 
--- Poll done() (a query that never blocks) until it holds, or raise "still running" after ms.
+M.CANCEL_WAIT_MS = 1000   -- how long a cancelled kernel may take to leave its watched waits
+
+-- Poll done() (a query that never blocks) until it holds. Past ms, or at a Ctrl-C (counted while
+-- a sweep runs, native/cuasync_signal.c), a watched kernel is cancelled (its abort word raised
+-- from the host) and a Cancelled error raised once it left; a kernel without the watchdog cannot
+-- be reached: past ms it raises "still running", as before.
 function M.poll(where, ms, what, done)
   local t0 = C.cuasync_now_ns()
+  local seen = C.cuasync_interrupt_count()
   while not done() do
-    if (C.cuasync_now_ns() - t0) / 1e6 > ms then
-      util.fail(where, ("still running after %d ms: %s (the watchdog is off for it; cuasync.program{ watchdog = true } turns a hung wait into a post-mortem)"):format(
-                ms, what))
+    local el = tonumber(C.cuasync_now_ns() - t0) / 1e6
+    local interrupted = C.cuasync_interrupt_count() > seen
+    if el > ms or interrupted then
+      local hit = watchdog.cancel()
+      if #hit > 0 then
+        local t1 = C.cuasync_now_ns()
+        while not done() and tonumber(C.cuasync_now_ns() - t1) / 1e6 < M.CANCEL_WAIT_MS do ffi.C.usleep(50) end
+        if done() then
+          watchdog.cancelled(hit)
+          error(watchdog.cancelled_error(where, interrupted and "interrupt" or "timeout",
+                                         tonumber(C.cuasync_now_ns() - t0) / 1e6, ms, hit), 0)
+        end
+        util.fail(where, ("still running after %d ms: %s; the watchdog's abort word was raised but the kernel did not leave within %d ms (it is not in a watched wait)"):format(
+                  math.floor(el), what, M.CANCEL_WAIT_MS))
+      end
+      if el > ms then
+        util.fail(where, ("still running after %d ms: %s (the watchdog is off for it, so it cannot be cancelled; cuasync.program{ watchdog = true } turns a hung wait into a post-mortem)"):format(
+                  ms, what))
+      end
+      seen = C.cuasync_interrupt_count()   -- Ctrl-C with nothing watched to cancel: wait on
     end
     ffi.C.usleep(200)
   end

@@ -14,6 +14,7 @@ const char *cuasync_compiled_ptx(const cuasync_compiled *c, size_t *len);
 const char *cuasync_compiled_cubin(const cuasync_compiled *c, size_t *len);
 const char *cuasync_compiled_lowered(const cuasync_compiled *c, int index);
 void cuasync_compiled_free(cuasync_compiled *c);
+int cuasync_compile_pch_retries(void);
 ]]
 
 ffi.cdef(declarations)

@@ -12,6 +12,7 @@ local M = { VERSION = "1.0.0", REQUIRED = { "configuration", "times", "invalidit
 function M.invalidity(r)
   if r.kind == "measured" then return r.verified == false and "correctness" or "correct" end
   if r.kind == "pruned" then return "constraints" end
+  if r.kind == "cancelled" then return "timeout" end
   if r.kind == "failed" then
     local why = r.reason or ""
     if why:find("^compile") then return "compile" end

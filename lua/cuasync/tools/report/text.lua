@@ -1,6 +1,6 @@
 -- The "text" handler: a sweep's rows as a table, a terminal chart (one bar per measured
 -- variant) and the counts, with each reason once. Rows: { index, params, kind = "measured" |
--- "pruned" | "failed" | "skipped", reason, ms, gbps, tflops, ratio, verified, slow, remeasured,
+-- "pruned" | "failed" | "cancelled" | "skipped", reason, ms, gbps, tflops, ratio, verified, slow, remeasured,
 -- gpu, compile_ms, cache, cached }.
 local common = require("cuasync.tools.report.common")
 
@@ -73,14 +73,14 @@ function M.text(S)
       end
     end
   end
-  local counts = { measured = 0, pruned = 0, failed = 0, skipped = 0, slow = 0 }
+  local counts = { measured = 0, pruned = 0, failed = 0, skipped = 0, cancelled = 0, slow = 0 }
   for _, r in ipairs(rows) do
-    counts[r.kind] = counts[r.kind] + 1
+    counts[r.kind] = (counts[r.kind] or 0) + 1
     if r.slow then counts.slow = counts.slow + 1 end
   end
   out[#out + 1] = ""
   out[#out + 1] = ("%d points: %d measured, %d pruned, %d failed, %d skipped"):format(#rows, counts.measured,
-    counts.pruned, counts.failed, counts.skipped)
+    counts.pruned, counts.failed, counts.skipped) .. (counts.cancelled > 0 and (", %d cancelled"):format(counts.cancelled) or "")
   if counts.slow > 0 then
     out[#out + 1] = ("  %d of the measured stopped early as slow (over %gx the best time per unit of work after %d round%s: partial figures)"):format(
       counts.slow, S.slow_factor or 2, S.slow_after or 1, (S.slow_after or 1) == 1 and "" or "s")

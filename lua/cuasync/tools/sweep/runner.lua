@@ -11,8 +11,10 @@ local native = require("cuasync.native")
 local util = require("cuasync.util")
 local bench = require("cuasync.tools.bench")
 local nvtx = require("cuasync.tools.nvtx")
+require("cuasync.cdef.signal")
 
 local M = { SLOW_FACTOR = 2, SLOW_AFTER = 1 }
+local C = native.C
 
 -- An error's message without the position error() put in front of it (the row says where).
 function M.message(e)
@@ -34,10 +36,16 @@ function M.program_of(S, p)
   return prog
 end
 
+-- A sweep compiles many variants in one process: NVRTC's automatic precompiled header pays
+-- there (compiler.lua), unless the program said pch = false.
 function M.compile_one(prog)
   local before = cache.stats.nvrtc
   local t0 = streams.now_ns()
-  prog:compile()
+  local pch = prog.pch
+  if pch == nil then prog.pch = true end
+  local ok, err = pcall(prog.compile, prog)
+  prog.pch = pch
+  if not ok then error(err, 0) end
   return (streams.now_ns() - t0) / 1e6, cache.stats.nvrtc > before and "miss" or "hit"
 end
 
@@ -102,6 +110,10 @@ local function try(S, r)
     if not S.host then streams.synchronize{ timeout_ms = S.timeout_ms } end
   end)
   if not ok2 then
+    if watchdog.is_cancelled(err) then   -- over timeout_ms, or Ctrl-C: the GPU is free again
+      r.kind, r.reason, r.elapsed_ms = "cancelled", M.message(err), err.elapsed_ms
+      return nil
+    end
     r.kind = "failed"
     if watchdog.is_hang(err) then
       r.reason = "hang: " .. tostring(err)
@@ -109,7 +121,7 @@ local function try(S, r)
     end
     r.reason = "run: " .. tostring(err)
     if tostring(err):find("still running after", 1, true) then
-      return nil, ("the GPU is still busy with the hung variant #%d (no watchdog): not run"):format(r.index)
+      return nil, ("the GPU is still busy with the hung variant #%d (no watchdog, so it could not be cancelled): not run"):format(r.index)
     elseif native.is_driver_error(err) and err.sticky then
       return nil, ("the CUDA context was lost at variant #%d: not run"):format(r.index)
     end
@@ -172,10 +184,15 @@ local function time(S, variants, gpu, best_cost)
                     tflops = S.baseline.flops and S.baseline.flops / (base.ms * 1e9) or nil }
 end
 
+-- Ctrl-C while the sweep runs (counted by native/cuasync_signal.c between S:run's begin and end):
+-- once cancels the running watched kernel (stream.poll), twice stops the sweep.
+function M.interrupts() return C.cuasync_interrupt_count() end
+
 -- Measure `rows` (already compiled) on the current device; `step` is called once per row.
 function M.measure(S, rows, step, gpu, best_cost)
   local variants, blocked = {}, nil
   for _, r in ipairs(rows) do
+    if not blocked and M.interrupts() >= 2 then blocked = "not run: the sweep was stopped by Ctrl-C (twice)" end
     if blocked then
       r.kind, r.reason = "skipped", blocked
     else

@@ -13,6 +13,8 @@ local runner = require("cuasync.tools.sweep.runner")
 local workers = require("cuasync.tools.sweep.workers")
 local store = require("cuasync.tools.sweep.store")
 local progress = require("cuasync.tools.sweep.progress")
+local native = require("cuasync.native")
+require("cuasync.cdef.signal")
 local STRATEGY = { exhaustive = require("cuasync.tools.sweep.strategies.exhaustive"),
                    random = require("cuasync.tools.sweep.strategies.random"),
                    ["local"] = require("cuasync.tools.sweep.strategies.local"),
@@ -145,6 +147,8 @@ function M.options(where, o)
   return jobs, parse_shard(where, o.shard)
 end
 
+local run
+
 function M.run(S, o)
   local where = "sweep.run"
   o = o or {}
@@ -152,6 +156,16 @@ function M.run(S, o)
   if o.slurm ~= nil then util.fail(where, "slurm is handled by S:run (cuasync.sweep), not here") end
   local task = workers.task()
   if task then workers.serve(S, task, S.space) end
+  -- Ctrl-C is counted while the sweep runs: once cancels the running watched kernel, twice
+  -- stops the sweep (its rows are returned, so the caller still writes them)
+  native.C.cuasync_interrupt_begin()
+  local ok, err = pcall(run, S, o, where, jobs, shard_i, shard_n)
+  native.C.cuasync_interrupt_end()
+  if not ok then error(err, 0) end
+  return S
+end
+
+run = function(S, o, where, jobs, shard_i, shard_n)
   local strategy = o.strategy or S.defaults.strategy or "exhaustive"
   local budget = o.budget or S.defaults.budget
   local seed = o.seed or S.defaults.seed or 1
@@ -202,6 +216,7 @@ function M.run(S, o)
   local seen, evaluated, stopped = {}, 0, nil
   local measured_now = {}
   while true do
+    if runner.interrupts() >= 2 then stopped = "stopped by Ctrl-C (twice)" break end
     if budget and budget.seconds and now_s() - t0 >= budget.seconds then stopped = ("budget of %g s reached"):format(budget.seconds) break end
     local batch = chooser:next(seen)
     if not batch or #batch == 0 then break end
@@ -225,7 +240,7 @@ function M.run(S, o)
   for _, i in ipairs(candidates) do
     if seen[i] == nil then
       missing = missing + 1
-      by[i].kind, by[i].reason = "skipped", ("not sampled (strategy %s%s)"):format(strategy,
+      by[i].kind, by[i].reason = "skipped", runner.interrupts() >= 2 and "not run: the sweep was stopped by Ctrl-C (twice)" or ("not sampled (strategy %s%s)"):format(strategy,
         budget and (", budget " .. (budget.points and (budget.points .. " points") or "") ..
           (budget.points and budget.seconds and ", " or "") .. (budget.seconds and (budget.seconds .. " s") or "")) or "")
     end
@@ -235,7 +250,7 @@ function M.run(S, o)
   S.stopped = not S.complete and ((stopped or "the strategy stopped") .. (": %d of %d candidate points not sampled"):format(missing, #candidates)) or nil
 
   -- the winner, measured again alone; then the next, should it fall behind (at most REMEASURE)
-  if ctx.can_measure and not ctx.replay and #measured_now > 1 then
+  if ctx.can_measure and not ctx.replay and #measured_now > 1 and runner.interrupts() < 2 then
     for _ = 1, M.REMEASURE do
       local best = common.best(rows)
       if not best or best.cached or best.remeasured then break end

@@ -8,6 +8,8 @@ local isolate = require("cuasync.tools.isolate")
 local json = require("cuasync.tools.json")
 local toolkit = require("cuasync.toolkit")
 local runner = require("cuasync.tools.sweep.runner")
+local native = require("cuasync.native")
+require("cuasync.cdef.signal")
 
 local M = {}
 
@@ -33,6 +35,9 @@ end
 
 -- Serve a task in a worker: compile or measure the points, write the result, exit.
 function M.serve(S, task, space)
+  -- the terminal's Ctrl-C reaches the whole process group: a worker counts it (and cancels a
+  -- watched kernel, as the main process does) instead of dying with its share half done
+  native.C.cuasync_interrupt_begin()
   if task.mode == "compile" then
     local out = {}
     for _, i in ipairs(task.indices) do
@@ -112,7 +117,7 @@ function M.measure(S, rows, gpus, step, best_cost)
     for _, wr in ipairs(doc.rows or {}) do
       local r = by[wr.index]
       if r then
-        for _, k in ipairs({ "kind", "reason", "ms", "gbps", "tflops", "ratio", "verified", "gpu", "times", "slow", "inflight", "cost" }) do r[k] = wr[k] end
+        for _, k in ipairs({ "kind", "reason", "ms", "gbps", "tflops", "ratio", "verified", "gpu", "times", "slow", "inflight", "cost", "elapsed_ms" }) do r[k] = wr[k] end
         got[wr.index] = true
       end
     end

@@ -1,0 +1,52 @@
+-- NVRTC's automatic precompiled header, as a sweep's compile workers use it (compiler.lua): the
+-- PCH form of a program moves its defines behind its leading #include block, compiles to the
+-- same PTX (up to the order of declarations), keeps the user's line numbers in errors, and is
+-- not used where it could change the program.
+local cuasync = require("cuasync")
+local compiler = require("cuasync.compiler")
+local H = require("helper")
+
+local function sorted_lines(text)
+  local t = {}
+  for l in text:gmatch("[^\n]+") do t[#t + 1] = l end
+  table.sort(t)
+  return table.concat(t, "\n")
+end
+
+describe("precompiled headers", function()
+  it("move the defines behind the leading #include block; CUASYNC_* defines stay on the command line", function()
+    local p = cuasync.program{ file = "libcudacxx_pipelines.cu", arch = "sm_90a", defines = { STAGES = 3 }, watchdog = true }
+    local f = assert(compiler.pch_form(p, "sm_90a"))
+    local head = f.source:match("^(.-)typedef int cuasync_pch_stop_;\n#define STAGES 3\n#line (%d+) \"libcudacxx_pipelines.cu\"\n")
+    assert.truthy(head, f.source:sub(1, 800))
+    assert.truthy(head:find("#include <cooperative_groups/memcpy_async.h>", 1, true))
+    local opts = table.concat(f.options, " ")
+    assert.truthy(opts:find("-DCUASYNC_WATCHDOG=1", 1, true) and opts:find("-pch", 1, true), opts)
+    assert.falsy(opts:find("-DSTAGES", 1, true), opts)
+    -- not where it could change the program: a plan header first (it differs per variant), a
+    -- define a device header names, no include block at all
+    local map = cuasync.tensormap{ ptr = 2 ^ 20, bytes = 2 ^ 24, encode = false, dtype = "f32", dims = { 1024, 1024 }, box = { 64, 32 } }
+    local P = cuasync.pipeline{ name = "tma", stages = 2, loads = { { map = map, name = "in" } }, producer = { warps = 1 }, consumer = { warps = 2 } }
+    assert.is_nil(compiler.pch_form(P:program{ file = "pipeline_tma.cu", defines = { BOX_X = 64, BOX_Y = 32 } }, "sm_90a"))
+    assert.is_nil(compiler.pch_form(cuasync.program{ file = "libcudacxx_pipelines.cu", defines = { tx_bytes = 1 } }, "sm_90a"))
+    assert.is_nil(compiler.pch_form(cuasync.program{ source = 'extern "C" __global__ void k() {}', defines = { N = 1 } }, "sm_90a"))
+    assert.error_matches(function() cuasync.program{ source = "", pch = 1 } end, "cuasync.program: pch must be a boolean %(got 1%)")
+  end)
+
+  it("compile to the PTX of the plain form (up to the order of declarations), with the user's line numbers in errors", function()
+    local code = [[
+      local cuasync = require("cuasync")
+      local p = cuasync.program{ file = "libcudacxx_pipelines.cu", arch = "sm_90a", defines = { STAGES = 3 }, pch = os.getenv("PCH") == "1" }
+      io.write(p:compile():ptx())
+    ]]
+    local ok1, plain = H.luajit(code, { CUASYNC_CACHE = "0", PCH = "0" })
+    local ok2, pch = H.luajit(code, { CUASYNC_CACHE = "0", PCH = "1" })
+    assert.is_true(ok1 and ok2, plain:sub(1, 300) .. pch:sub(1, 300))
+    assert.truthy(#plain > 100000)
+    assert.equal(sorted_lines(plain), sorted_lines(pch))
+    local src = "#include <cuda/barrier>\n\n// a comment\nextern \"C\" __global__ void k(int *o)\n{\n  *o = N +;\n}\n"
+    local ok, err = pcall(function() cuasync.program{ source = src, name = "bad.cu", arch = "sm_90a", defines = { N = 2 }, pch = true }:compile() end)
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find(">    6 |   *o = N +;", 1, true), tostring(err))
+  end)
+end)
