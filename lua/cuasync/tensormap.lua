@@ -64,9 +64,13 @@ local function where(spec, who)
   no("buffer (or ptr) is required: the global memory the map describes")
 end
 
-local function device_cc()
+-- The device a map is checked against: the one already open, else, for a map to be encoded,
+-- the current one. A plan-only map (encode = false) never brings up the driver: a sweep's
+-- compile workers build plans without it (each bring-up cost about a second on the H200, and
+-- 16 of them at once, three); the check runs again when the real map is encoded.
+local function device_cc(bring_up)
   local dev = device.peek()
-  if not dev and device.available() then dev = device.current() end
+  if not dev and bring_up and device.available() then dev = device.current() end
   if dev then return dev.cc, dev.name end
 end
 
@@ -146,7 +150,7 @@ local function tiled(spec, c)
   -- in shared memory, while the transaction count stays the data bytes
   local span = swizzles.limit(c.m.swizzle)
   local smem_bytes = (c.m.il == 0 and span < math.huge and inner < span) and span * rows or box_bytes
-  R.device_supports(dt, spec.dtype, device_cc())
+  R.device_supports(dt, spec.dtype, device_cc(spec.encode ~= false))
   if spec.encode == false then
     return object(spec, c, nil, { mode = "tiled", box = copy(box), box_bytes = box_bytes, smem_bytes = smem_bytes })
   end

@@ -1,7 +1,8 @@
--- A sweep of three copies through planted_hangs.cu for spec/cancel_spec.lua: v = 2 hangs (full
--- armed with more bytes than the loads bring), under a watchdog whose own timeout is a minute,
--- so only a cancel from the host (timeout_ms, or Ctrl-C) ends it. o: { timeout_ms, marker (a
--- file written when the hung variant is launched), name }.
+-- A sweep of four copies through planted_hangs.cu for spec/cancel_spec.lua: the variants in
+-- o.hangs (default { 2 }) hang (full armed with more bytes than the loads bring), under a
+-- watchdog whose own timeout is a minute, so only a cancel from the host (timeout_ms, or
+-- Ctrl-C) ends them. o: { timeout_ms, marker (a file written, with the variant appended, when a
+-- hung variant is launched), name, hangs }.
 local cuasync = require("cuasync")
 local ffi = require("ffi")
 pcall(ffi.cdef, "int memcmp(const void *a, const void *b, size_t n);")
@@ -10,6 +11,8 @@ return function(o)
   local W, Hh, BX, BY = 512, 256, 64, 32
   local host = ffi.new("uint32_t[?]", W * Hh)
   for i = 0, W * Hh - 1 do host[i] = (i * 2654435761 + os.time()) % 2 ^ 32 end
+  local hangs = {}
+  for _, v in ipairs(o.hangs or { 2 }) do hangs[v] = true end
   local src, dst
   local function plan(map)
     return cuasync.pipeline{ name = "hang", stages = 3, loads = { { map = map, name = "in" } }, producer = { warps = 1 }, consumer = { warps = 4 } }
@@ -19,10 +22,10 @@ return function(o)
       encode = real or false, dtype = "f32", dims = { W, Hh }, box = { BX, BY } }
   end
   local function program(p)
-    return plan(map(false)):program{ file = "planted_hangs.cu", defines = { BOX_X = BX, BOX_Y = BY, HANG = p.v == 2 and 1 or 0 },
+    return plan(map(false)):program{ file = "planted_hangs.cu", defines = { BOX_X = BX, BOX_Y = BY, HANG = hangs[p.v] and 1 or 0 },
                                      watchdog = { timeout_ms = 60000 } }
   end
-  return cuasync.sweep{ name = o.name or "cancel", params = { v = { 1, 2, 3 } }, timeout_ms = o.timeout_ms, rounds = 1, reps = 2,
+  return cuasync.sweep{ name = o.name or "cancel", params = { v = { 1, 2, 3, 4 } }, timeout_ms = o.timeout_ms, rounds = 1, reps = 2,
     program = program,
     build = function(p)
       if not src then
@@ -34,7 +37,7 @@ return function(o)
       return { bytes = 2 * W * Hh * 4,
         run = function()
           run()
-          if p.v == 2 and o.marker then local f = io.open(o.marker, "w") f:write("launched\n") f:close() end
+          if hangs[p.v] and o.marker then local f = io.open(o.marker .. p.v, "w") f:write("launched\n") f:close() end
         end,
         poison = function() dst:fill(0xA5) end,
         verify = function() return ffi.C.memcmp(dst:download("uint32_t", W * Hh), host, W * Hh * 4) == 0 end }

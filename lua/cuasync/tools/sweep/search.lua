@@ -137,13 +137,24 @@ local function entry(r)
                       remeasured = r.remeasured, inflight = r.inflight, times = r.times })
 end
 
+-- Compile workers by default: one per core, at most 16 (they never bring up the driver).
+local cores
+function M.default_jobs()
+  if not cores then
+    local p = io.popen("nproc 2>/dev/null")
+    cores = tonumber(p and p:read("*l") or "") or 4
+    if p then p:close() end
+  end
+  return math.max(1, math.min(cores, 16))
+end
+
 -- S:run's options checked; returns jobs, shard i, shard n.
 function M.options(where, o)
   util.kind(where, "argument", o, "table")
   util.known_fields(where, o, { jobs = true, gpus = true, force = true, shard = true, quiet = true, strategy = true,
                                 budget = true, seed = true, replay = true, slurm = true })
   M.check(where, o)
-  local jobs = util.int_in(where, "jobs", o.jobs or 4, 1, 256)
+  local jobs = util.int_in(where, "jobs", o.jobs or M.default_jobs(), 1, 256)
   return jobs, parse_shard(where, o.shard)
 end
 
