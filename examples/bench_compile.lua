@@ -111,7 +111,7 @@ end
 -- with the compile workers (--jobs) and PCH varied.
 local cores = tonumber(io.popen("nproc"):read("*l")) or 4
 print(("\n36-variant GEMM sweep, compile phase on a cold cache (%d cores here)"):format(cores))
-for _, jobs in ipairs({ 1, 4, math.min(16, math.max(4, cores)) }) do
+for _, jobs in ipairs({ 1, 4, math.min(16, math.max(4, cores)), 4, math.min(16, math.max(4, cores)) }) do   -- twice: the spread
   for _, on in ipairs({ false, true }) do
     local d = os.tmpname()
     os.remove(d)

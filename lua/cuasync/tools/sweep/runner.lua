@@ -37,13 +37,14 @@ function M.program_of(S, p)
 end
 
 -- A sweep compiles many variants in one process: NVRTC's automatic precompiled header pays
--- there (compiler.lua), unless the program said pch = false.
-function M.compile_one(prog)
+-- there (compiler.lua), unless the program said pch = false. arch: given by the main process
+-- to a compile worker (else the program's own, which may ask the device).
+function M.compile_one(prog, arch)
   local before = cache.stats.nvrtc
   local t0 = streams.now_ns()
   local pch = prog.pch
   if pch == nil then prog.pch = true end
-  local ok, err = pcall(prog.compile, prog)
+  local ok, err = pcall(prog.build, prog, arch)
   prog.pch = pch
   if not ok then error(err, 0) end
   return (streams.now_ns() - t0) / 1e6, cache.stats.nvrtc > before and "miss" or "hit"

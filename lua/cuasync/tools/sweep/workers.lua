@@ -40,10 +40,11 @@ function M.serve(S, task, space)
   native.C.cuasync_interrupt_begin()
   if task.mode == "compile" then
     local out = {}
-    for _, i in ipairs(task.indices) do
+    for k, i in ipairs(task.indices) do
       local prog, err = runner.program_of(S, space:point(i))
       if prog then
-        local ok, ms, hit = pcall(runner.compile_one, prog)
+        -- the arch the main process resolved: a worker never brings up the driver to learn it
+        local ok, ms, hit = pcall(runner.compile_one, prog, task.archs and task.archs[k])
         out[#out + 1] = ok and { index = i, ms = ms, cache = hit } or { index = i, error = tostring(ms) }
       else
         out[#out + 1] = { index = i, error = err }
@@ -68,7 +69,7 @@ local function run(S, mode, shares, step, extra)
   local jobs, tasks = {}, {}
   for w, share in ipairs(shares) do
     local file = os.tmpname()
-    local t = { mode = mode, indices = share.indices, gpu = share.gpu, out = file .. ".out", best_cost = extra }
+    local t = { mode = mode, indices = share.indices, archs = share.archs, gpu = share.gpu, out = file .. ".out", best_cost = extra }
     write_file(file, json.encode(t))
     tasks[w] = { file = file, out = t.out, log = file .. ".log" }
     local argv = { lua, S.script }
@@ -91,8 +92,12 @@ end
 function M.compile(S, rows, jobs, step)
   local n = math.min(jobs, #rows)
   local shares = {}
-  for w = 1, n do shares[w] = { indices = {} } end
-  for k, r in ipairs(rows) do table.insert(shares[(k - 1) % n + 1].indices, r.index) end
+  for w = 1, n do shares[w] = { indices = {}, archs = {} } end
+  for k, r in ipairs(rows) do
+    local share = shares[(k - 1) % n + 1]
+    share.indices[#share.indices + 1] = r.index
+    share.archs[#share.archs + 1] = r.prog:arch()
+  end
   local by = {}
   for _, res in ipairs(run(S, "compile", shares, step)) do
     for _, e in ipairs(type(res.doc) == "table" and res.doc or {}) do by[e.index] = e end
