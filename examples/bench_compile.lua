@@ -34,10 +34,12 @@ if arg[1] == "--pch-child" then
       and cuasync.program{ file = "libcudacxx_pipelines.cu", arch = "sm_90a", defines = { STAGES = v }, pch = pch }
       or gemm.program({ stages = v, tile = "128x128", m = 8192, n = 8192, k = 8192 }, { pch = pch, arch = "sm_90a" })
     local t0 = cuasync.now_ns()
-    p:compile()
+    local log = p:compile():log()
     t[i] = tonumber(cuasync.now_ns() - t0) / 1e6
+    for l in log:gmatch("[^\n]*precompiled header[^\n]*") do io.stderr:write(("  variant %d: %s\n"):format(i, l)) end
   end
   print(table.concat(t, " "))
+  io.stderr:write(("  PCH heap retries: %d\n"):format(require("cuasync.native").C.cuasync_compile_pch_retries()))
   return
 end
 if arg[1] == "--sweep-child" then
@@ -85,7 +87,8 @@ os.execute(("rm -rf %q"):format(dir))
 local function pch_run(which, on)
   local d = os.tmpname()
   os.remove(d)
-  local p = io.popen(("CUASYNC_CACHE_DIR=%q luajit %q --pch-child %s %d"):format(d, arg[0], which, on and 1 or 0))
+  local p = io.popen(("CUASYNC_CACHE_DIR=%q CUASYNC_PCH=verbose luajit %q --pch-child %s %d 2>>%q"):format(d, arg[0], which, on and 1 or 0,
+    (os.getenv("BENCH_PCH_LOG") or "/dev/null")))
   local out = p:read("*a")
   p:close()
   os.execute(("rm -rf %q"):format(d))
@@ -111,8 +114,8 @@ end
 -- with the compile workers (--jobs) and PCH varied.
 local cores = tonumber(io.popen("nproc"):read("*l")) or 4
 print(("\n36-variant GEMM sweep, compile phase on a cold cache (%d cores here)"):format(cores))
-for _, jobs in ipairs({ 1, 4, math.min(16, math.max(4, cores)), 4, math.min(16, math.max(4, cores)) }) do   -- twice: the spread
-  for _, on in ipairs({ false, true }) do
+for round, jobs in ipairs({ 1, 4, math.min(16, math.max(4, cores)), 1, 4, math.min(16, math.max(4, cores)) }) do   -- twice: the spread
+  for _, on in ipairs(round <= 3 and { false, true } or { true, false }) do
     local d = os.tmpname()
     os.remove(d)
     local p = io.popen(("CUASYNC_CACHE_DIR=%q CUASYNC_PCH=%d luajit %q --sweep-child %d"):format(d, on and 1 or 0, arg[0], jobs))

@@ -81,7 +81,8 @@ end
 -- own headers (a plan header differs per variant), and no define it moves is named in a header
 -- cuasync can read (the device headers and the program's own); CUASYNC_* and _-prefixed
 -- defines stay on the command line. The cache key is the program's, either way (the PTX can
--- differ only in the order of its declarations). CUASYNC_PCH=0 turns it off.
+-- differ only in the order of its declarations). CUASYNC_PCH=0 turns it off; CUASYNC_PCH=verbose
+-- puts NVRTC's PCH messages (created, used, why not) in the compile log.
 local named = setmetatable({}, { __mode = "k" })
 local function in_headers(hdr, p, name)
   local seen = named[hdr] or {}
@@ -144,7 +145,9 @@ function M.pch_form(p, arch)
     if kept[k] then opts[#opts + 1] = "-D" .. k .. "=" .. p.defines[k] end
   end
   for _, o in ipairs(p.options) do opts[#opts + 1] = o end
-  for _, o in ipairs({ "-pch", "--pch-dir=" .. dir, "--pch-verbose=false", "--pch-messages=false" }) do opts[#opts + 1] = o end
+  -- NVRTC's PCH messages stay out of the log unless asked for (CUASYNC_PCH=verbose)
+  local say = os.getenv("CUASYNC_PCH") == "verbose" and "true" or "false"
+  for _, o in ipairs({ "-pch", "--pch-dir=" .. dir, "--pch-verbose=" .. say, "--pch-messages=" .. say }) do opts[#opts + 1] = o end
   return { source = source, options = opts }
 end
 
