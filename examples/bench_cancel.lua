@@ -2,7 +2,7 @@
 -- lands. cancel_probe.cu fills every SM with blocks spinning on a word: (a) a word in pinned host
 -- memory the host stores to, read by the kernel through the mapping; (b) a device global the host
 -- copies 1 into with cuMemcpyHtoDAsync on a non-blocking stream of its own (what
--- cuasync.watchdog.cancel does). Each: microseconds from the host's store or copy to the kernel's
+-- cuasync.cancel does). Each: microseconds from the host's store or copy to the kernel's
 -- end (stream query). Then the real thing: a watched pipeline kernel hung in a watched wait
 -- (planted_hangs.cu, watchdog timeout a minute) under synchronize{ timeout_ms }: how long past
 -- the budget the Cancelled error comes.
@@ -12,7 +12,7 @@ dofile(dir .. "/_path.lua")
 local ffi = require("ffi")
 local cuasync = require("cuasync")
 local native = require("cuasync.native")
-local watchdog = require("cuasync.watchdog")
+local cancel = require("cuasync.cancel")
 require("cuasync.cdef.memory")
 require("cuasync.cdef.stream")
 pcall(ffi.cdef, "int usleep(unsigned int usec);")
@@ -89,7 +89,7 @@ local past = {}
 for i = 1, o.trials do
   k:launch(P:launch_config{ grid = 8 }, map(src), dst, W, W / BX, (W / BX) * (Hh / BY))
   local okc, err = pcall(cuasync.synchronize, { timeout_ms = o.timeout })
-  assert(not okc and watchdog.is_cancelled(err), tostring(err))
+  assert(not okc and cancel.is_cancelled(err), tostring(err))
   past[i] = err.elapsed_ms - o.timeout
 end
 print(("watched pipeline kernel (planted_hangs.cu HANG=1), synchronize{ timeout_ms = %d }: Cancelled %.2f ms past the budget (median), %.2f ms at most, over %d trials"):format(

@@ -4,6 +4,7 @@
 -- use, so `require("cuasync")` stays the core alone.
 local native = require("cuasync.native")
 local watchdog = require("cuasync.watchdog")
+local cancel = require("cuasync.cancel")
 local pipeline = require("cuasync.pipeline")
 local ring = require("cuasync.model.ring")
 local clusters = require("cuasync.model.clusters")
@@ -56,6 +57,7 @@ local M = {
   reset = device.reset,
   now_ns = streams.now_ns,
   is_hang = watchdog.is_hang,
+  is_cancelled = cancel.is_cancelled,
   driver_symbol = device.driver_symbol,
 }
 

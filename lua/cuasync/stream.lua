@@ -5,6 +5,7 @@ local device = require("cuasync.device")
 local handle = require("cuasync.handle")
 local util = require("cuasync.util")
 local watchdog = require("cuasync.watchdog")
+local cancel = require("cuasync.cancel")
 local capture = require("cuasync.capture")
 require("cuasync.cdef.stream")
 require("cuasync.cdef.event")
@@ -50,13 +51,13 @@ function M.poll(where, ms, what, done)
     local el = tonumber(C.cuasync_now_ns() - t0) / 1e6
     local interrupted = C.cuasync_interrupt_count() > seen
     if el > ms or interrupted then
-      local hit = watchdog.cancel()
+      local hit = cancel.cancel()
       if #hit > 0 then
         local t1 = C.cuasync_now_ns()
         while not done() and tonumber(C.cuasync_now_ns() - t1) / 1e6 < M.CANCEL_WAIT_MS do ffi.C.usleep(50) end
         if done() then
-          watchdog.cancelled(hit)
-          error(watchdog.cancelled_error(where, interrupted and "interrupt" or "timeout",
+          cancel.lower(hit)
+          error(cancel.error(where, interrupted and "interrupt" or "timeout",
                                          tonumber(C.cuasync_now_ns() - t0) / 1e6, ms, hit), 0)
         end
         util.fail(where, ("still running after %d ms: %s; the watchdog's abort word was raised but the kernel did not leave within %d ms (it is not in a watched wait)"):format(

@@ -12,7 +12,6 @@ local util = require("cuasync.util")
 local mbarrier = require("cuasync.model.mbarrier")
 local capture = require("cuasync.capture")
 require("cuasync.cdef.memory")
-require("cuasync.cdef.stream")
 
 local C, errbuf, ERRLEN = native.C, native.errbuf, native.ERRLEN
 
@@ -304,64 +303,14 @@ function Hang:explain()
   return table.concat(out, "\n")
 end
 
--- -- Cancel from the host ------------------------------------------------------------------------
-
--- The abort word of every watched module with launches pending, raised from the host: a 4-byte
--- copy from pinned memory on a stream of its own (non-blocking, so it does not queue behind the
--- running kernel; a copy engine carries it while the kernel holds every SM). The kernel's
--- watched waits see the word and leave through PTX exit, as after a timeout of their own.
-local cancel = { generation = -1 }
-
-local function cancel_resources()
-  if cancel.generation ~= native.state.generation then
-    local s, p = ffi.new("CUstream[1]"), ffi.new("void *[1]")
-    native.check(C.cuasync_stream_create(s, 1, errbuf, ERRLEN))
-    native.check(C.cuasync_mem_alloc_host(p, 4, errbuf, ERRLEN))
-    ffi.cast("uint32_t *", p[0])[0] = 1
-    cancel.stream, cancel.word, cancel.generation = s[0], p[0], native.state.generation
-  end
-  return cancel.stream, cancel.word
-end
-
--- Raise the abort words; returns the modules reached (none: no watched kernel is running).
-function M.cancel()
-  local hit = {}
+-- The records of watched modules with launches pending in this context (what a cancel from
+-- the host reaches: cancel.lua): each { abort, claim, first (device addresses), record, labels, last }.
+function M.pending()
+  local out = {}
   for _, w in pairs(watched) do
-    if w.generation == native.state.generation and w.host and w.labels then
-      local stream, word = cancel_resources()
-      native.check(C.cuasync_mem_htod_async(w.abort, word, 4, stream, errbuf, ERRLEN))
-      hit[#hit + 1] = w
-    end
+    if w.generation == native.state.generation and w.host and w.labels then out[#out + 1] = w end
   end
-  return hit
-end
-
--- After the cancelled kernels left: lower the words again (a record written meanwhile, by a
--- wait that timed out on its own, stays for check() to raise).
-function M.cancelled(hit)
-  native.check(C.cuasync_stream_synchronize(cancel.stream, "lowering the watchdog's abort word", errbuf, ERRLEN))
-  for _, w in ipairs(hit) do
-    if w.record.state == 0 then
-      native.check(C.cuasync_mem_set8(w.abort, 0, 4, errbuf, ERRLEN))
-      native.check(C.cuasync_mem_set8(w.claim, 0, 4, errbuf, ERRLEN))
-      native.check(C.cuasync_mem_set8(w.first, 0, 8, errbuf, ERRLEN))
-    end
-  end
-end
-
-local Cancelled = { kind = "cancelled" }
-local Cancelled_mt = native.error_type(Cancelled)
-function M.is_cancelled(e) return getmetatable(e) == Cancelled_mt end
-
--- The error a cancelled wait raises: { kind = "cancelled", cause = "timeout" | "interrupt",
--- elapsed_ms, kernels, message }.
-function M.cancelled_error(where, cause, elapsed_ms, limit_ms, hit)
-  local names = {}
-  for _, w in ipairs(hit) do for _, l in ipairs(w.labels or { "'" .. tostring(w.last) .. "'" }) do names[#names + 1] = l end end
-  local e = { kind = "cancelled", cause = cause, elapsed_ms = elapsed_ms, kernels = names }
-  e.message = ("cuasync.%s: cancelled after %.0f ms (%s): the watchdog's abort word was raised from the host and kernel %s left its watched waits; the GPU is free for the next launch"):format(
-    where, elapsed_ms, cause == "interrupt" and "Ctrl-C" or ("over timeout_ms = " .. limit_ms), table.concat(names, " or "))
-  return setmetatable(e, Cancelled_mt)
+  return out
 end
 
 -- -- Reading the records -----------------------------------------------------------------------

@@ -5,6 +5,7 @@
 local device = require("cuasync.device")
 local streams = require("cuasync.stream")
 local watchdog = require("cuasync.watchdog")
+local cancel = require("cuasync.cancel")
 local buffer = require("cuasync.buffer")
 local cache = require("cuasync.cache")
 local native = require("cuasync.native")
@@ -111,7 +112,7 @@ local function try(S, r)
     if not S.host then streams.synchronize{ timeout_ms = S.timeout_ms } end
   end)
   if not ok2 then
-    if watchdog.is_cancelled(err) then   -- over timeout_ms, or Ctrl-C: the GPU is free again
+    if cancel.is_cancelled(err) then   -- over timeout_ms, or Ctrl-C: the GPU is free again
       r.kind, r.reason, r.elapsed_ms = "cancelled", M.message(err), err.elapsed_ms
       return nil
     end
