@@ -50,3 +50,31 @@ describe("precompiled headers", function()
     assert.truthy(tostring(err):find(">    6 |   *o = N +;", 1, true), tostring(err))
   end)
 end)
+
+describe("the compile pool", function()
+  it("lives for the whole sweep: a budgeted search of several batches spawns --jobs workers once, and they compile every point", function()
+    local dir = H.tmpdir()
+    local f = assert(io.open(dir .. "/s.lua", "w"))
+    f:write([[
+      package.path = "lua/?.lua;lua/?/init.lua;" .. package.path
+      package.cpath = "build/?.so;" .. package.cpath
+      local cuasync = require("cuasync")
+      local cache = require("cuasync.cache")
+      local S = cuasync.sweep{ name = "pool", host = true, rounds = 1, reps = 1, params = { stages = { 1, 2, 3, 4, 5, 6, 7, 8 }, chunk = { 1024, 2048, 4096 } },
+        program = function(p) return cuasync.program{ file = "copy_bulk.cu", arch = "sm_90a", defines = { STAGES = p.stages, CHUNK = p.chunk } } end,
+        build = function(p) return { run = function() end, bytes = p.chunk } end }
+      S:run{ jobs = 2, quiet = true, force = true, strategy = "random", seed = 3, budget = { points = 20 } }
+      local compiled = 0
+      for _, r in ipairs(S.rows) do if r.compile_ms then compiled = compiled + 1 end end
+      print(("POOL workers=%d main_nvrtc=%d compiled=%d evaluated=%d"):format(S.compile_workers or 0, cache.stats.nvrtc, compiled, S.evaluated))
+    ]])
+    f:close()
+    local p = io.popen(("CUASYNC_CACHE_DIR=%s luajit %s/s.lua 2>&1"):format(H.tmpdir(), dir))
+    local out = p:read("*a")
+    p:close()
+    -- 20 points in batches of 8: three batches, two workers spawned once, no compile in the main process
+    assert.truthy(out:find("POOL workers=2 main_nvrtc=0 compiled=20 evaluated=20", 1, true), out)
+    local left = io.popen(("ps -eo args | grep -c '[l]uajit .*%s/s.lua'"):format(dir)):read("*l")   -- no worker left
+    assert.equal("0", left)
+  end)
+end)

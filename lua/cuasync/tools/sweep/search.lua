@@ -100,7 +100,10 @@ local function evaluate(S, ctx, batch)
   local t0 = now_s()
   local done, step = 0, ctx.step
   if #with_prog > 1 and ctx.jobs > 1 and S.script and os.getenv("CUASYNC_CACHE") ~= "0" and pcall(require, "dkjson") then
-    workers.compile(S, with_prog, ctx.jobs, function() done = done + 1; step("compiled", done, #with_prog) end)
+    ctx.pool = ctx.pool or workers.pool(S, ctx.jobs)   -- made once, for the whole sweep
+    local tick = function() done = done + 1; step("compiled", done, #with_prog) end
+    if ctx.pool then workers.pool_compile(ctx.pool, with_prog, tick) else workers.compile(S, with_prog, ctx.jobs, tick) end
+    S.compile_workers = ctx.pool and ctx.pool.spawned or S.compile_workers
   end
   done = 0
   for _, r in ipairs(with_prog) do
@@ -170,23 +173,25 @@ function M.run(S, o)
   -- Ctrl-C is counted while the sweep runs: once cancels the running watched kernel, twice
   -- stops the sweep (its rows are returned, so the caller still writes them)
   native.C.cuasync_interrupt_begin()
-  local ok, err = pcall(run, S, o, where, jobs, shard_i, shard_n)
+  local ctx = {}
+  local ok, err = pcall(run, S, o, where, jobs, shard_i, shard_n, ctx)
+  workers.pool_close(ctx.pool)
   native.C.cuasync_interrupt_end()
   if not ok then error(err, 0) end
   return S
 end
 
-run = function(S, o, where, jobs, shard_i, shard_n)
+run = function(S, o, where, jobs, shard_i, shard_n, ctx)
   local strategy = o.strategy or S.defaults.strategy or "exhaustive"
   local budget = o.budget or S.defaults.budget
   local seed = o.seed or S.defaults.seed or 1
   local t0 = now_s()
   local gpu_ok, why = device.available()
-  local ctx = { jobs = jobs, force = o.force, can_measure = gpu_ok or S.host, why = why,
-                replay = strategy == "replay" or o.replay == true, step = progress.new(S.name, o.quiet) }
+  ctx.jobs, ctx.force, ctx.can_measure, ctx.why = jobs, o.force, gpu_ok or S.host, why
+  ctx.replay, ctx.step = strategy == "replay" or o.replay == true, progress.new(S.name, o.quiet)
 
   local rows, by, candidates = {}, {}, {}
-  S.rows, S.best, S.baseline_row, S.compile_s, S.skipped_launches = rows, nil, nil, 0, nil
+  S.rows, S.best, S.baseline_row, S.compile_s, S.skipped_launches, S.compile_workers = rows, nil, nil, 0, nil, nil
   S.shard = shard_i and ("%d/%d"):format(shard_i, shard_n) or nil
   for i = 1, S.space:count() do
     if not shard_i or (i - 1) % shard_n == shard_i - 1 then

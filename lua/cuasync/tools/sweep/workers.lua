@@ -11,6 +11,8 @@ local runner = require("cuasync.tools.sweep.runner")
 local native = require("cuasync.native")
 require("cuasync.cdef.signal")
 
+local ffi = require("ffi")
+
 local M = {}
 
 local function write_file(path, text)
@@ -23,6 +25,8 @@ end
 function M.task()
   local file = os.getenv("CUASYNC_SWEEP_WORKER")
   if not file then return nil end
+  local fifo = file:match("^pool:(.+)$")
+  if fifo then return { mode = "pool", fifo = fifo } end
   local doc = json.decode_file(file)
   if type(doc) ~= "table" then error("cuasync.sweep: worker task " .. file .. " is unreadable", 0) end
   return doc
@@ -33,25 +37,41 @@ local function tell(line)
   if f then f:write(line, "\n"); f:close() end
 end
 
--- Serve a task in a worker: compile or measure the points, write the result, exit.
+-- Compile a task's points; say(line) after each.
+local function compile_task(S, task, space, say)
+  local out = {}
+  for k, i in ipairs(task.indices) do
+    local prog, err = runner.program_of(S, space:point(i))
+    if prog then
+      -- the arch the main process resolved: a worker never brings up the driver to learn it
+      local ok, ms, hit = pcall(runner.compile_one, prog, task.archs and task.archs[k])
+      out[#out + 1] = ok and { index = i, ms = ms, cache = hit } or { index = i, error = tostring(ms) }
+    else
+      out[#out + 1] = { index = i, error = err }
+    end
+    say("compiled " .. i)
+  end
+  write_file(task.out, json.encode(out))
+end
+
+-- Serve a task in a worker: compile or measure the points, write the result, exit. A pool
+-- worker takes compile tasks from its stdin, one JSON line each, until the sweep closes it.
 function M.serve(S, task, space)
   -- the terminal's Ctrl-C reaches the whole process group: a worker counts it (and cancels a
   -- watched kernel, as the main process does) instead of dying with its share half done
   native.C.cuasync_interrupt_begin()
-  if task.mode == "compile" then
-    local out = {}
-    for k, i in ipairs(task.indices) do
-      local prog, err = runner.program_of(S, space:point(i))
-      if prog then
-        -- the arch the main process resolved: a worker never brings up the driver to learn it
-        local ok, ms, hit = pcall(runner.compile_one, prog, task.archs and task.archs[k])
-        out[#out + 1] = ok and { index = i, ms = ms, cache = hit } or { index = i, error = tostring(ms) }
-      else
-        out[#out + 1] = { index = i, error = err }
-      end
-      tell("compiled " .. i)
+  if task.mode == "pool" then
+    local function say(line)   -- one short line per write: atomic in a FIFO
+      local f = io.open(task.fifo, "a")
+      if f then f:write(line, "\n"); f:close() end
     end
-    write_file(task.out, json.encode(out))
+    for line in io.stdin:lines() do
+      local t = json.lib().decode(line)
+      compile_task(S, t, space, say)
+      say("done " .. t.worker)
+    end
+  elseif task.mode == "compile" then
+    compile_task(S, task, space, tell)
   else
     if not S.host then device.open(task.gpu) end
     local rows = {}
@@ -85,6 +105,92 @@ local function run(S, mode, shares, step, extra)
     os.remove(t.file); os.remove(t.out); os.remove(t.log)
   end
   return out
+end
+
+-- -- The compile pool: workers that live for the whole sweep ----------------------------------
+-- Each reads tasks on its stdin and compiles them one after another (its NVRTC and precompiled
+-- headers stay warm across batches); progress, "done" and, from the shell that ran it, "exit"
+-- come back through one FIFO the main process holds open for reading and writing (so a read
+-- never sees an end of file between messages).
+
+pcall(ffi.cdef, "typedef void (*cuasync_sighandler)(int); cuasync_sighandler signal(int sig, cuasync_sighandler h);")
+local SIGPIPE, SIG_IGN = 13, ffi.cast("cuasync_sighandler", 1)
+
+function M.pool(S, n)
+  local fifo = os.tmpname()
+  os.remove(fifo)
+  local ok = os.execute("mkfifo " .. isolate.shell_quote(fifo))
+  if ok ~= 0 and ok ~= true then return nil end
+  -- a worker that died: its stdin refuses the write with EPIPE instead of killing this process
+  local P = { fifo = fifo, workers = {}, spawned = 0, sigpipe = ffi.C.signal(SIGPIPE, SIG_IGN) }
+  P.reader = io.open(fifo, "r+")
+  if not P.reader then os.remove(fifo) return nil end
+  local lua = os.getenv("LUAJIT") or "luajit"
+  local env = { CUASYNC_SWEEP_WORKER = "pool:" .. fifo, LUA_PATH = package.path, LUA_CPATH = package.cpath }
+  local keys, prefix = { "CUASYNC_SWEEP_WORKER", "LUA_CPATH", "LUA_PATH" }, {}
+  for _, k in ipairs(keys) do prefix[#prefix + 1] = k .. "=" .. isolate.shell_quote(env[k]) end
+  for w = 1, n do
+    local argv = { isolate.shell_quote(lua), isolate.shell_quote(S.script) }
+    for _, a in ipairs(S.args) do argv[#argv + 1] = isolate.shell_quote(a) end
+    local log = ("%s.%d.log"):format(fifo, w)
+    local cmd = ("( env %s %s >%s 2>&1; echo \"exit %d $?\" >>%s )"):format(table.concat(prefix, " "), table.concat(argv, " "),
+      isolate.shell_quote(log), w, isolate.shell_quote(fifo))
+    P.workers[w] = { pipe = io.popen(cmd, "w"), log = log, alive = true }
+    P.spawned = P.spawned + 1
+  end
+  return P
+end
+
+-- Compile rows (each with r.prog) on the pool's live workers; as M.compile.
+function M.pool_compile(P, rows, step)
+  local live = {}
+  for w, k in ipairs(P.workers) do if k.alive then live[#live + 1] = w end end
+  if #live == 0 then return end
+  local tasks, pending = {}, 0
+  for k, r in ipairs(rows) do
+    local w = live[(k - 1) % #live + 1]
+    local t = tasks[w] or { indices = {}, archs = {}, worker = w, out = ("%s.%d.out"):format(P.fifo, w) }
+    tasks[w] = t
+    t.indices[#t.indices + 1] = r.index
+    t.archs[#t.archs + 1] = r.prog:arch()
+  end
+  for w, t in pairs(tasks) do
+    local ok = P.workers[w].pipe:write(json.encode(t), "\n")
+    if ok then ok = P.workers[w].pipe:flush() end
+    if ok then pending = pending + 1 else P.workers[w].alive, tasks[w] = false, nil end
+  end
+  local by = {}
+  while pending > 0 do
+    local line = P.reader:read("*l")
+    if not line then break end
+    local w = tonumber(line:match("^done (%d+)$"))
+    local dead = tonumber(line:match("^exit (%d+) %d+$"))
+    if line:match("^compiled ") then step()
+    elseif w and tasks[w] then
+      for _, e in ipairs(json.decode_file(tasks[w].out) or {}) do by[e.index] = e end
+      os.remove(tasks[w].out)
+      tasks[w], pending = nil, pending - 1
+    elseif dead then   -- its rows get compiled by the main process, as any the pool missed
+      P.workers[dead].alive = false
+      if tasks[dead] then tasks[dead], pending = nil, pending - 1 end
+    end
+  end
+  for _, r in ipairs(rows) do
+    local e = by[r.index]
+    if e and e.ms then r.compile_ms, r.cache = e.ms, e.cache end
+  end
+end
+
+-- End the pool: each worker's stdin closes, it leaves its loop and exits.
+function M.pool_close(P)
+  if not P then return end
+  for _, k in ipairs(P.workers) do
+    if k.pipe then k.pipe:close(); k.pipe = nil end
+    os.remove(k.log)
+  end
+  P.reader:close()
+  os.remove(P.fifo)
+  ffi.C.signal(SIGPIPE, P.sigpipe)
 end
 
 -- Compile rows (each with r.prog) in `jobs` workers; sets r.compile_ms and r.cache where a
