@@ -16,9 +16,14 @@ local function sh(cmd)
 end
 
 local root = H.tmpdir()
-local up_out, up_rc = sh("bash spec/support/slurm.sh up " .. root .. "/slurm")
+-- under `make asan` every process inherits the ASan runtime preload, and Slurm's daemons and
+-- clients (like ps) deadlock in it: the Slurm specs run in `make test`
+local asan = (os.getenv("LD_PRELOAD") or ""):find("libasan") ~= nil
+local up_out, up_rc = "", 3
+if not asan then up_out, up_rc = sh("bash spec/support/slurm.sh up " .. root .. "/slurm") end
 local conf = up_rc == 0 and up_out:match("(%S+slurm%.conf)%s*$") or nil
-local why = conf and nil or ("no Slurm here: " .. up_out:gsub("%s+$", ""):sub(-200))
+local why = conf and nil or (asan and "Slurm's tools deadlock under the ASan preload (make test runs this spec)"
+                             or ("no Slurm here: " .. up_out:gsub("%s+$", ""):sub(-200)))
 local cache_dir = root .. "/cache"
 local ENV = ("SLURM_CONF=%s CUASYNC_CACHE_DIR=%s "):format(tostring(conf), cache_dir)
 local SWEEP = "luajit bin/cuasync sweep spec/support/slurm_sweep.lua "
