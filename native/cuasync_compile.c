@@ -41,10 +41,12 @@ static int nvrtc_fail(char *err, size_t errlen, const char *call, int status, co
                         cuasync_nvrtc.nvrtcGetErrorString(status), name);
 }
 
-/* Copy an NVRTC output of the given size out of the program. NUL-terminated for text outputs. */
+/* Copy an NVRTC output of the given size out of the program, NUL-terminated. For the text
+ * outputs (log, PTX) the length leaves out the NUL NVRTC counts in its size: the text a caller
+ * sees ends at its last character. */
 typedef int (*get_size_fn)(nvrtcProgram, size_t *);
 typedef int (*get_fn)(nvrtcProgram, char *);
-static int copy_out(nvrtcProgram prog, get_size_fn size_of, get_fn get, char **out, size_t *len)
+static int copy_out(nvrtcProgram prog, get_size_fn size_of, get_fn get, int text, char **out, size_t *len)
 {
     size_t n = 0;
     if (size_of(prog, &n) != 0 || n == 0) { *out = NULL; *len = 0; return 0; }
@@ -52,6 +54,7 @@ static int copy_out(nvrtcProgram prog, get_size_fn size_of, get_fn get, char **o
     if (!*out) return -1;
     if (get(prog, *out) != 0) { free(*out); *out = NULL; *len = 0; return 0; }
     (*out)[n] = '\0';
+    if (text) n = strlen(*out);
     *len = n;
     return 0;
 }
@@ -100,11 +103,11 @@ int cuasync_compile(const char *source, const char *name,
 
     c = calloc(1, sizeof *c);
     if (!c) { cuasync_nvrtc.nvrtcDestroyProgram(&prog); goto oom; }
-    if (copy_out(prog, cuasync_nvrtc.nvrtcGetProgramLogSize, cuasync_nvrtc.nvrtcGetProgramLog,
+    if (copy_out(prog, cuasync_nvrtc.nvrtcGetProgramLogSize, cuasync_nvrtc.nvrtcGetProgramLog, 1,
                  &c->log, &c->log_len)) goto oom_free;
     if (compile_status == 0) {
-        if (copy_out(prog, cuasync_nvrtc.nvrtcGetPTXSize, cuasync_nvrtc.nvrtcGetPTX, &c->ptx, &c->ptx_len)
-            || copy_out(prog, cuasync_nvrtc.nvrtcGetCUBINSize, cuasync_nvrtc.nvrtcGetCUBIN, &c->cubin,
+        if (copy_out(prog, cuasync_nvrtc.nvrtcGetPTXSize, cuasync_nvrtc.nvrtcGetPTX, 1, &c->ptx, &c->ptx_len)
+            || copy_out(prog, cuasync_nvrtc.nvrtcGetCUBINSize, cuasync_nvrtc.nvrtcGetCUBIN, 0, &c->cubin,
                         &c->cubin_len))
             goto oom_free;
         c->lowered = calloc((size_t)(nexpressions > 0 ? nexpressions : 1), sizeof *c->lowered);

@@ -68,6 +68,7 @@ describe("the compile pool", function()
       for _, r in ipairs(S.rows) do if r.compile_ms then compiled = compiled + 1 end end
       -- the pool is closed when S:run returns: every worker's stdin closed and its exit waited for
       print(("POOL workers=%d main_nvrtc=%d compiled=%d evaluated=%d"):format(S.compile_workers or 0, cache.stats.nvrtc, compiled, S.evaluated))
+      print(table.concat(S.notes or {}, "\n"))
     ]])
     f:close()
     local p = io.popen(("CUASYNC_CACHE_DIR=%s luajit %s/s.lua 2>&1"):format(H.tmpdir(), dir))

@@ -155,7 +155,12 @@ end
 function M.build(p, arch)
   local key, opts = M.key(p, arch)
   local entry = cache.get(key)
-  if entry then return entry, key end
+  if entry then
+    -- entries written before the native side stopped counting NVRTC's NUL in the text's length
+    if entry.log then entry.log = entry.log:gsub("%z+$", "") end
+    if entry.ptx then entry.ptx = entry.ptx:gsub("%z+$", "") end
+    return entry, key
+  end
   local source = p.source
   local form = p.pch and M.pch_form(p, arch)
   if form then source, opts = form.source, form.options end

@@ -90,7 +90,7 @@ end
 
 function Module:ptx() return self.entry.ptx end
 function Module:cubin() return self.entry.cubin end
-function Module:log() return self.entry.log end
+function Module:log() return self.entry.log or "" end   -- "" for a compile that said nothing
 
 function Module:close()
   for v in pairs(self.views) do v.ptr = 0 end

@@ -95,6 +95,7 @@ function M.text(S)
     out[#out + 1] = ("%d stored entr%s of %s %s not trusted and measured again"):format(S.damaged, S.damaged == 1 and "y" or "ies",
       S.store_path or "the result store", S.store_old and "predate sealed entries:" or "failed their integrity check:")
   end
+  for _, n in ipairs(S.notes or {}) do out[#out + 1] = "note: " .. n end
   if S.wall_s then
     out[#out + 1] = ("in %.2f s: compiles %.2f s, measuring %.2f s%s"):format(S.wall_s, S.compile_s or 0,
       S.wall_s - (S.compile_s or 0), S.gpus and #S.gpus > 1 and (" on GPUs " .. table.concat(S.gpus, ", ")) or "")

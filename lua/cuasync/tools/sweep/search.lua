@@ -104,6 +104,7 @@ local function evaluate(S, ctx, batch)
     local tick = function() done = done + 1; step("compiled", done, #with_prog) end
     if ctx.pool then workers.pool_compile(ctx.pool, with_prog, tick) else workers.compile(S, with_prog, ctx.jobs, tick) end
     S.compile_workers = ctx.pool and ctx.pool.spawned or S.compile_workers
+    S.notes = ctx.pool and ctx.pool.deaths or S.notes   -- a worker that died is said, not hidden
   end
   done = 0
   for _, r in ipairs(with_prog) do
@@ -191,7 +192,7 @@ run = function(S, o, where, jobs, shard_i, shard_n, ctx)
   ctx.replay, ctx.step = strategy == "replay" or o.replay == true, progress.new(S.name, o.quiet)
 
   local rows, by, candidates = {}, {}, {}
-  S.rows, S.best, S.baseline_row, S.compile_s, S.skipped_launches, S.compile_workers = rows, nil, nil, 0, nil, nil
+  S.rows, S.best, S.baseline_row, S.compile_s, S.skipped_launches, S.compile_workers, S.notes = rows, nil, nil, 0, nil, nil, nil
   S.shard = shard_i and ("%d/%d"):format(shard_i, shard_n) or nil
   for i = 1, S.space:count() do
     if not shard_i or (i - 1) % shard_n == shard_i - 1 then

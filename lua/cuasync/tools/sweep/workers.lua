@@ -122,7 +122,7 @@ function M.pool(S, n)
   local ok = os.execute("mkfifo " .. isolate.shell_quote(fifo))
   if ok ~= 0 and ok ~= true then return nil end
   -- a worker that died: its stdin refuses the write with EPIPE instead of killing this process
-  local P = { fifo = fifo, workers = {}, spawned = 0, sigpipe = ffi.C.signal(SIGPIPE, SIG_IGN) }
+  local P = { fifo = fifo, workers = {}, spawned = 0, deaths = {}, sigpipe = ffi.C.signal(SIGPIPE, SIG_IGN) }
   P.reader = io.open(fifo, "r+")
   if not P.reader then os.remove(fifo) return nil end
   local lua = os.getenv("LUAJIT") or "luajit"
@@ -161,10 +161,14 @@ function M.pool_compile(P, rows, step)
   end
   local by = {}
   while pending > 0 do
-    local line = P.reader:read("*l")
-    if not line then break end
+    local line, why = P.reader:read("*l")
+    if not line then
+      P.deaths[#P.deaths + 1] = ("the compile pool's FIFO stopped answering (%s); the main process compiled the rest"):format(tostring(why or "end of file"))
+      break
+    end
     local w = tonumber(line:match("^done (%d+)$"))
-    local dead = tonumber(line:match("^exit (%d+) %d+$"))
+    local dead, code = line:match("^exit (%d+) (%d+)$")
+    dead = tonumber(dead)
     if line:match("^compiled ") then step()
     elseif w and tasks[w] then
       for _, e in ipairs(json.decode_file(tasks[w].out) or {}) do by[e.index] = e end
@@ -172,6 +176,9 @@ function M.pool_compile(P, rows, step)
       tasks[w], pending = nil, pending - 1
     elseif dead then   -- its rows get compiled by the main process, as any the pool missed
       P.workers[dead].alive = false
+      local log = (toolkit.read_file(P.workers[dead].log) or ""):gsub("%s+$", "")
+      P.deaths[#P.deaths + 1] = ("compile worker %d ended (exit %s) during a batch; the main process compiled its points: %s"):format(
+        dead, code, log:sub(-300))
       if tasks[dead] then tasks[dead], pending = nil, pending - 1 end
     end
   end
