@@ -17,12 +17,7 @@ local C = native.C
 local SIGINT = 2
 local make_sweep = dofile("spec/support/cancel_sweep.lua")
 
-local function sh(cmd)
-  local p = io.popen(cmd .. " 2>&1; echo \"rc=$?\"")
-  local out = p:read("*a")
-  p:close()
-  return (out:gsub("rc=%d+%s*$", "")), tonumber(out:match("rc=(%d+)%s*$"))
-end
+local sh = H.sh
 
 local function wait_file(path, seconds)
   for _ = 1, seconds * 20 do

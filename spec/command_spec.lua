@@ -3,12 +3,7 @@
 local cuasync = require("cuasync")
 local H = require("helper")
 
-local function sh(cmd)
-  local p = io.popen(cmd .. " 2>&1; echo \"rc=$?\"")
-  local out = p:read("*a")
-  p:close()
-  return (out:gsub("rc=%d+%s*$", "")), tonumber(out:match("rc=(%d+)%s*$"))
-end
+local sh = H.sh
 
 describe("cuasync command", function()
   it("exits 2 on every usage error of sweep, naming the option", function()

@@ -55,6 +55,14 @@ function H.luajit(code, env, timeout_s)
   return ok, out
 end
 
+-- A shell command's output (stdout and stderr) and exit code.
+function H.sh(cmd)
+  local p = io.popen(cmd .. " 2>&1; echo \"rc=$?\"")
+  local out = p:read("*a")
+  p:close()
+  return (out:gsub("rc=%d+%s*$", "")), tonumber(out:match("rc=(%d+)%s*$"))
+end
+
 -- A fresh, empty directory.
 function H.tmpdir()
   local d = os.tmpname()

@@ -8,12 +8,7 @@ local cuasync = require("cuasync")
 local json = require("cuasync.tools.json")
 local slurm = require("cuasync.tools.sweep.slurm")
 
-local function sh(cmd)
-  local p = io.popen(cmd .. " 2>&1; echo \"rc=$?\"")
-  local out = p:read("*a")
-  p:close()
-  return (out:gsub("rc=%d+%s*$", "")), tonumber(out:match("rc=(%d+)%s*$"))
-end
+local sh = H.sh
 
 local root = H.tmpdir()
 -- under `make asan` every process inherits the ASan runtime preload, and Slurm's daemons and

@@ -307,12 +307,7 @@ describe("sweep bad input", function()
     f:write([[return { name = "cli_search", host = true, rounds = 1, reps = 1, params = { a = { 1, 2, 3, 4 }, b = { 1, 2, 3 } },
       build = function(p) return { run = function() end, bytes = p.a * p.b } end }]])
     f:close()
-    local function sh(cmd)
-      local p = io.popen(cmd .. " 2>&1; echo \"rc=$?\"")
-      local out = p:read("*a")
-      p:close()
-      return out, tonumber(out:match("rc=(%d+)%s*$"))
-    end
+    local sh = H.sh
     local env = "CUASYNC_CACHE_DIR=" .. H.tmpdir() .. " CUASYNC_CUDA_LIB=/nonexistent/libcuda.so.1 "
     local out, rc = sh(env .. ("luajit bin/cuasync sweep %s/s.lua --strategy local --budget-points 5 --seed 2 --quiet --out %s/new/deep"):format(dir, dir))
     assert.equal(0, rc, out)

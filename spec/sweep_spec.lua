@@ -269,12 +269,7 @@ describe("cuasync command", function()
     ]]):format(args)
     return H.luajit(code, env, 120)
   end
-  local function sh(cmd)
-    local p = io.popen(cmd .. " 2>&1; echo \"rc=$?\"")
-    local out = p:read("*a")
-    p:close()
-    return out, tonumber(out:match("rc=(%d+)%s*$"))
-  end
+  local sh = H.sh
 
   it("answers --help, and usage errors with exit code 2", function()
     local out, rc = sh("luajit bin/cuasync --help")

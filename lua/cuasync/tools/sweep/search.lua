@@ -101,10 +101,8 @@ local function evaluate(S, ctx, batch)
   local done, step = 0, ctx.step
   if #with_prog > 1 and ctx.jobs > 1 and S.script and os.getenv("CUASYNC_CACHE") ~= "0" and pcall(require, "dkjson") then
     ctx.pool = ctx.pool or workers.pool(S, ctx.jobs)   -- made once, for the whole sweep
-    local tick = function() done = done + 1; step("compiled", done, #with_prog) end
-    if ctx.pool then workers.pool_compile(ctx.pool, with_prog, tick) else workers.compile(S, with_prog, ctx.jobs, tick) end
-    S.compile_workers = ctx.pool and ctx.pool.spawned or S.compile_workers
-    S.notes = ctx.pool and ctx.pool.deaths or S.notes   -- a worker that died is said, not hidden
+    S.notes, S.compile_workers = ctx.pool.deaths, ctx.pool.spawned   -- a worker that died is said, not hidden
+    workers.pool_compile(ctx.pool, with_prog, function() done = done + 1; step("compiled", done, #with_prog) end)
   end
   done = 0
   for _, r in ipairs(with_prog) do

@@ -1,8 +1,8 @@
 -- The sweep's worker processes: parallel work re-runs the calling script (S.script, with its
--- arguments) with CUASYNC_SWEEP_WORKER naming a task file; the script reaches S:run, which
--- serves the task and exits. Compile workers fill the shared disk cache; measure workers (one
--- per GPU) build and time their share. All go through isolate.spawn; each writes a line to fd 3
--- per point done (progress) and its result as JSON.
+-- arguments) with CUASYNC_SWEEP_WORKER set; the script reaches S:run, which serves the work and
+-- exits. Compile workers are a pool that lives for the whole sweep (M.pool) and fills the shared
+-- disk cache; measure workers (one per GPU, per batch, through isolate.spawn) build and time
+-- their share, each writing a line to fd 3 per point done and its result as JSON.
 local device = require("cuasync.device")
 local isolate = require("cuasync.tools.isolate")
 local json = require("cuasync.tools.json")
@@ -70,8 +70,6 @@ function M.serve(S, task, space)
       compile_task(S, t, space, say)
       say("done " .. t.worker)
     end
-  elseif task.mode == "compile" then
-    compile_task(S, task, space, tell)
   else
     if not S.host then device.open(task.gpu) end
     local rows = {}
@@ -119,12 +117,16 @@ local SIGPIPE, SIG_IGN = 13, ffi.cast("cuasync_sighandler", 1)
 function M.pool(S, n)
   local fifo = os.tmpname()
   os.remove(fifo)
-  local ok = os.execute("mkfifo " .. isolate.shell_quote(fifo))
-  if ok ~= 0 and ok ~= true then return nil end
+  -- without its FIFO there is no pool: the main process compiles every point, and says so
+  local function none(why)
+    return { workers = {}, spawned = 0, deaths = { ("no compile workers (%s): the main process compiled every point"):format(why) } }
+  end
+  local ok = os.execute("mkfifo " .. isolate.shell_quote(fifo) .. " 2>/dev/null")
+  if ok ~= 0 and ok ~= true then return none("mkfifo " .. fifo .. " failed") end
+  local reader, err = io.open(fifo, "r+")
+  if not reader then os.remove(fifo) return none(tostring(err)) end
   -- a worker that died: its stdin refuses the write with EPIPE instead of killing this process
-  local P = { fifo = fifo, workers = {}, spawned = 0, deaths = {}, sigpipe = ffi.C.signal(SIGPIPE, SIG_IGN) }
-  P.reader = io.open(fifo, "r+")
-  if not P.reader then os.remove(fifo) return nil end
+  local P = { fifo = fifo, reader = reader, workers = {}, spawned = 0, deaths = {}, sigpipe = ffi.C.signal(SIGPIPE, SIG_IGN) }
   local lua = os.getenv("LUAJIT") or "luajit"
   local env = { CUASYNC_SWEEP_WORKER = "pool:" .. fifo, LUA_PATH = package.path, LUA_CPATH = package.cpath }
   local keys, prefix = { "CUASYNC_SWEEP_WORKER", "LUA_CPATH", "LUA_PATH" }, {}
@@ -141,7 +143,8 @@ function M.pool(S, n)
   return P
 end
 
--- Compile rows (each with r.prog) on the pool's live workers; as M.compile.
+-- Compile rows (each with r.prog) on the pool's live workers; sets r.compile_ms and r.cache
+-- where a worker compiled it (the main process then loads every program from the disk cache).
 function M.pool_compile(P, rows, step)
   local live = {}
   for w, k in ipairs(P.workers) do if k.alive then live[#live + 1] = w end end
@@ -190,7 +193,7 @@ end
 
 -- End the pool: each worker's stdin closes, it leaves its loop and exits.
 function M.pool_close(P)
-  if not P then return end
+  if not (P and P.reader) then return end
   for _, k in ipairs(P.workers) do
     if k.pipe then k.pipe:close(); k.pipe = nil end
     os.remove(k.log)
@@ -198,27 +201,6 @@ function M.pool_close(P)
   P.reader:close()
   os.remove(P.fifo)
   ffi.C.signal(SIGPIPE, P.sigpipe)
-end
-
--- Compile rows (each with r.prog) in `jobs` workers; sets r.compile_ms and r.cache where a
--- worker compiled it (the main process then loads every program from the disk cache).
-function M.compile(S, rows, jobs, step)
-  local n = math.min(jobs, #rows)
-  local shares = {}
-  for w = 1, n do shares[w] = { indices = {}, archs = {} } end
-  for k, r in ipairs(rows) do
-    local share = shares[(k - 1) % n + 1]
-    share.indices[#share.indices + 1] = r.index
-    share.archs[#share.archs + 1] = r.prog:arch()
-  end
-  local by = {}
-  for _, res in ipairs(run(S, "compile", shares, step)) do
-    for _, e in ipairs(type(res.doc) == "table" and res.doc or {}) do by[e.index] = e end
-  end
-  for _, r in ipairs(rows) do
-    local e = by[r.index]
-    if e and e.ms then r.compile_ms, r.cache = e.ms, e.cache end
-  end
 end
 
 -- Measure rows on several GPUs, one worker each. Returns the first worker's baseline row.
