@@ -1,8 +1,11 @@
-/* cuasync_fs.c — directory creation, atomic replacement of cache entries, directory listing. */
+/* cuasync_fs.c — directory creation, atomic replacement of cache entries, directory listing,
+ * per-process directories. */
 #define _POSIX_C_SOURCE 200809L
 #define CUASYNC_INTERNAL
 #include <dirent.h>
 #include <errno.h>
+#include <signal.h>
+#include <sys/types.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -110,4 +113,44 @@ int cuasync_fs_list(const char *dir, const char *suffix, char *out, size_t outle
         free(names[i]);
     }
     return rc;
+}
+
+/* A directory named by a pid is stale when no process has that pid. Its files (NVRTC deletes
+ * its PCH files at exit, so usually none) and the directory go; failures only leave it. */
+static void reap_pid_dir(const char *parent, const char *name)
+{
+    char path[4200], file[4500];
+    DIR *d;
+    struct dirent *e;
+    const char *c;
+    long pid;
+    for (c = name; *c; c++) if (*c < '0' || *c > '9') return;
+    pid = strtol(name, NULL, 10);
+    if (c == name || pid <= 0 || pid == (long)getpid()) return;
+    if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) return;
+    snprintf(path, sizeof path, "%s/%s", parent, name);
+    if ((d = opendir(path)) != NULL) {
+        while ((e = readdir(d)) != NULL) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+            snprintf(file, sizeof file, "%s/%s", path, e->d_name);
+            remove(file);
+        }
+        closedir(d);
+    }
+    rmdir(path);
+}
+
+int cuasync_fs_pid_dir(const char *parent, char *out, size_t outlen, char *err, size_t errlen)
+{
+    DIR *d;
+    struct dirent *e;
+    int rc = cuasync_fs_mkdirs(parent, err, errlen);
+    if (rc != CUASYNC_OK) return rc;
+    if ((d = opendir(parent)) != NULL) {
+        while ((e = readdir(d)) != NULL) reap_pid_dir(parent, e->d_name);
+        closedir(d);
+    }
+    if ((size_t)snprintf(out, outlen, "%s/%ld", parent, (long)getpid()) >= outlen)
+        return cuasync_fail(err, errlen, CUASYNC_E_INVALID, "directory path under %s does not fit %zu bytes", parent, outlen);
+    return cuasync_fs_mkdirs(out, err, errlen);
 }

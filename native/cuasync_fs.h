@@ -15,5 +15,9 @@ int cuasync_fs_write_atomic(const char *path, const void *data, size_t len, char
 int cuasync_fs_regular_size(const char *path, long long *size);
 /* The names in dir ending with suffix, sorted, one per line, into out. */
 int cuasync_fs_list(const char *dir, const char *suffix, char *out, size_t outlen, char *err, size_t errlen);
+/* parent/<pid of this process>, created, into out; first removes the directories under parent
+ * named by the pid of a process that no longer exists. For files that must not be shared
+ * between processes (NVRTC's automatic precompiled headers). */
+int cuasync_fs_pid_dir(const char *parent, char *out, size_t outlen, char *err, size_t errlen);
 
 #endif

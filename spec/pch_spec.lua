@@ -51,6 +51,33 @@ describe("precompiled headers", function()
   end)
 end)
 
+describe("the PCH directory", function()
+  it("is one per process under the cache's pch/, and the directories of processes gone are removed", function()
+    local dir = H.tmpdir()
+    -- a pid that has exited (its shell is waited for before we look), with a file left in its directory
+    local dead = assert(io.popen("sh -c 'echo $$'")):read("*l")
+    assert.is_true(os.execute(("mkdir -p %s/pch/%s %s/pch/keep && touch %s/pch/%s/x.pch"):format(dir, dead, dir, dir, dead)) == 0)
+    local code = [[
+      package.path = "lua/?.lua;lua/?/init.lua;" .. package.path
+      package.cpath = "build/?.so;" .. package.cpath
+      local compiler = require("cuasync.compiler")
+      local cuasync = require("cuasync")
+      local p = cuasync.program{ file = "libcudacxx_pipelines.cu", arch = "sm_90a", defines = { STAGES = 2 } }
+      local f = assert(compiler.pch_form(p, "sm_90a"))
+      local ffi = require("ffi")
+      pcall(ffi.cdef, "int getpid(void);")
+      io.write(table.concat(f.options, " ") .. "\nPID " .. ffi.C.getpid() .. "\n")
+    ]]
+    local ok, out = H.luajit(code, { CUASYNC_CACHE_DIR = dir })
+    assert.is_true(ok, out)
+    local pid = out:match("PID (%d+)")
+    assert.truthy(out:find("--pch-dir=" .. dir .. "/pch/" .. pid, 1, true), out)
+    local list = H.sh("ls " .. dir .. "/pch")
+    assert.truthy(list:find(pid, 1, true) and list:find("keep", 1, true), list)
+    assert.falsy(list:find("^" .. dead .. "\n") or list:find("\n" .. dead .. "\n"), list)
+  end)
+end)
+
 describe("the compile pool", function()
   it("lives for the whole sweep: a budgeted search of several batches spawns --jobs workers once, and they compile every point", function()
     local dir = H.tmpdir()

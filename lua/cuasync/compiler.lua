@@ -107,6 +107,20 @@ local function nvrtc_has_pch()
   return has_pch
 end
 
+-- NVRTC's PCH directory, one per process: PCH files are of no use to another process, and two
+-- compile workers sharing one directory crashed NVRTC inside nvrtcCompileProgram (about 1 run in
+-- 20 of the pool spec: one reads the file the other is writing). Directories of processes that
+-- are gone are removed when the next one is made. nil where it cannot be made (no PCH then).
+local pch_dirs = {}
+local function pch_dir()
+  local parent = (cache.dir() or (os.getenv("TMPDIR") or "/tmp") .. "/cuasync") .. "/pch"
+  if pch_dirs[parent] == nil then
+    local out = ffi.new("char[?]", 4096)
+    pch_dirs[parent] = C.cuasync_fs_pid_dir(parent, out, 4096, errbuf, ERRLEN) == 0 and ffi.string(out) or false
+  end
+  return pch_dirs[parent] or nil
+end
+
 -- The source and options of p's PCH form, or nil where p does not qualify.
 function M.pch_form(p, arch)
   if os.getenv("CUASYNC_PCH") == "0" or not nvrtc_has_pch() then return nil end
@@ -133,8 +147,8 @@ function M.pch_form(p, arch)
     elseif in_headers(hdr, p, k) then return nil
     else moved[#moved + 1] = ("#define %s %s"):format(k, p.defines[k]) end
   end
-  local dir = (cache.dir() or os.tmpname() .. ".d") .. "/pch"
-  if C.cuasync_fs_mkdirs(dir, errbuf, ERRLEN) ~= 0 then return nil end
+  local dir = pch_dir()
+  if not dir then return nil end
   local head = table.concat(lines, "\n", 1, last)
   local rest = table.concat(lines, "\n", last + 1)
   local source = ("%s\ntypedef int cuasync_pch_stop_;\n%s\n#line %d \"%s\"\n%s"):format(head, table.concat(moved, "\n"),

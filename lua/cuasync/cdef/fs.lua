@@ -7,6 +7,7 @@ int cuasync_fs_mkdirs(const char *dir, char *err, size_t errlen);
 int cuasync_fs_write_atomic(const char *path, const void *data, size_t len, char *err, size_t errlen);
 int cuasync_fs_regular_size(const char *path, long long *size);
 int cuasync_fs_list(const char *dir, const char *suffix, char *out, size_t outlen, char *err, size_t errlen);
+int cuasync_fs_pid_dir(const char *parent, char *out, size_t outlen, char *err, size_t errlen);
 ]]
 
 ffi.cdef(declarations)
