@@ -71,8 +71,8 @@ for _, v in ipairs(variants) do
   v.p:prepare(out, inp, n)()
   cuasync.synchronize()
   out:download_to(host_out)
-  local err = v.p:verify(hin, hout, n)
-  if err then error(v.label .. ": " .. err, 0) end
+  local ok, err = v.p:verify(hin, hout, n)
+  if not ok then error(v.label .. ": " .. err, 0) end
   local resident = v.p:resident()
   local seen = {}
   for _, per in ipairs({ 1, 2, 3, 4, resident }) do

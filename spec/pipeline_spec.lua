@@ -375,8 +375,8 @@ describe("protocol checker", function()
     assert.error_matches(function() cuasync.model.run{ barriers = { b = 1 }, roles = { x = function() end }, runs = 0 } end,
       "runs must be an integer")
     assert.error_matches(function() plan():simulate{ iterations = 1000, runs = 1000 } end,
-      "cuasync.pipeline.simulate: iterations x runs = 1000 x 1000 exceeds 100000 simulated iterations per call")
-    assert.error_matches(function() plan():simulate{ iterations = 0 } end, "iterations must be an integer in 1..100000")
+      "cuasync.pipeline.simulate: iterations x runs x roles = 1000 x 1000 x 5 exceeds 250000 simulated iterations per call")
+    assert.error_matches(function() plan():simulate{ iterations = 0 } end, "iterations must be an integer in 1..250000")
     assert.error_matches(function() plan():simulate{ seeds = 1 } end, "unknown field 'seeds'")
     local r = cuasync.model.run{ barriers = { b = 1 }, roles = { x = function(t) t:arrive("b") end } }
     assert.equal("error", r.kind)

@@ -24,7 +24,7 @@ local TILED_CASES = {
   { { buffer = "x" }, "give buffer or ptr, not both" },
   { { ptr = "0x400" }, 'ptr must be a device address: a positive integer up to 2^53, a uint64_t or a pointer cdata (got "0x400")' },
   { { ptr = -16 }, "ptr must be a device address: a positive integer up to 2^53, a uint64_t or a pointer cdata (got -16)" },
-  { { ptr = ffi.cast("void *", 0) }, "ptr is 0 (a null device address)" },
+  { { ptr = ffi.cast("void *", 0) }, "ptr is a NULL pointer (a NULL cdata reads as nil: give a value, or leave the field out)" },
   { { ptr = 1032 }, "address 0x408 is not 16-byte aligned (tensor maps need 16)" },
   { { bytes = -1 }, "bytes must be a positive integer (got -1)" },
   { { dtype = "u33" }, 'dtype = "u33" is not one of 16u4_align16b, 16u4_align8b, 16u6_align16b, bf16, f16, f32, f32_ftz, f64, i32, i64, tf32, tf32_ftz, u16, u32, u64, u8' },

@@ -65,7 +65,7 @@ function M.count()
 end
 
 function M.open(ordinal)
-  ordinal = ordinal == nil and 0 or ordinal
+  ordinal = rawequal(ordinal, nil) and 0 or ordinal   -- a NULL cdata is == nil, but not "not given"
   if not util.is_integer(ordinal) or ordinal < 0 then
     util.fail("device", ("ordinal must be a non-negative integer (got %s)"):format(util.describe(ordinal)))
   end

@@ -97,4 +97,6 @@ function Module:close()
   if self.handle then self.handle:close() end
 end
 
+util.methods(Module, "module", "mod")
+
 return M

@@ -17,6 +17,7 @@ local R = require("cuasync.model.tensormap_rules")
 local rules = require("cuasync.model.launch_rules")
 local plans = require("cuasync.model.pipeline_plan")
 local header = require("cuasync.model.pipeline_header")
+local cxx = require("cuasync.model.cxx_names")
 local cp_async = require("cuasync.model.cp_async_plan")
 local pipeline_loads = require("cuasync.pipeline_loads")
 local protocol = require("cuasync.model.pipeline_protocol")
@@ -39,8 +40,24 @@ function M.new(spec)
     fail(("name must be a C identifier of at most 64 characters (it names the generated struct and header; got %s)"):format(
          util.describe(name)))
   end
+  if cxx.refusal(name) then
+    fail(("name %s %s: it names the generated C++ struct"):format(util.describe(name), cxx.refusal(name)))
+  end
   local stages = util.int_in("pipeline", "stages", spec.stages, 1, plans.MAX_STAGES)
   local loads, cp = pipeline_loads.of(spec)
+  -- a load's name becomes a member of the generated struct (Config::NAME is its index)
+  for i, l in ipairs(loads) do
+    local given = type(spec.loads) == "table" and type(spec.loads[i]) == "table" and rawget(spec.loads[i], "name") ~= nil
+    if not given and l.name == name then
+      fail(("name %s is also the name loads[%d] takes by default; name the pipeline or the load something else"):format(
+           util.describe(name), i))
+    end
+    local why = cxx.refusal(l.name) or (header.MEMBERS[l.name] and "is a member the generated Config already has")
+                or (l.name == name and "is the pipeline's own name (the generated struct's)")
+    if why then
+      fail(("loads[%d].name %s %s; name the load something else"):format(i, util.describe(l.name), why))
+    end
+  end
   local roles = plans.roles(spec.producer, spec.consumer, spec.release, cp)
   local cluster, size = plans.cluster(spec.cluster)
   local completion
@@ -202,4 +219,6 @@ function M.config_check(P, kernel_name, c)
 end
 
 M.Pipeline = Pipeline
+util.methods(Pipeline, "pipeline", "P")
+
 return M

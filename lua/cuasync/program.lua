@@ -189,4 +189,6 @@ function Program:log()
 end
 
 M.Program = Program
+util.methods(Program, "program", "prog")
+
 return M

@@ -256,4 +256,6 @@ TensorMap.__tostring = TensorMap.describe
 -- Is v a cuasync.tensormap?
 function M.is(v) return getmetatable(v) == TensorMap end
 
+util.methods(TensorMap, "tensormap", "tm")
+
 return M

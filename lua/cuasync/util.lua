@@ -63,7 +63,20 @@ local function describe(v, max)
      and math.abs(v) ~= math.huge then
     return ("%.17g"):format(v)
   end
-  s = tostring(v)
+  if type(v) == "table" and getmetatable(v) == nil then   -- its keys say more than its address
+    local keys = {}
+    for k in pairs(v) do
+      if #keys == 6 then keys[#keys + 1] = "..." break end
+      keys[#keys + 1] = type(k) == "string" and k or ("[" .. tostring(k) .. "]")
+    end
+    if #keys == 0 then return "an empty table" end
+    table.sort(keys, function(a, b) return a ~= "..." and (b == "..." or a < b) end)
+    s = "a table with " .. table.concat(keys, ", ")
+  elseif type(v) == "function" then
+    return "a function"
+  else
+    s = tostring(v)
+  end
   if #s > max then s = s:sub(1, max) .. "..." end
   return s
 end
@@ -129,10 +142,35 @@ function M.list(where, name, t)
   return t
 end
 
+-- Guard every method of a class against a call with a dot (obj.compile() instead of
+-- obj:compile()), which would otherwise index a nil self deep inside: the message names the
+-- colon form. `var` is how the docs name an instance ("prog", "P"). Call once, after the
+-- methods are defined; the wrapper's call is a tail call (no extra frame).
+function M.methods(class, where, var)
+  local wrapped = {}
+  for name, f in pairs(class) do
+    if type(f) == "function" and name:sub(1, 2) ~= "__" then
+      wrapped[name] = function(self, ...)
+        if getmetatable(self) ~= class then
+          M.fail(where .. "." .. name, ("call it as %s:%s(...), with a colon (self was %s)"):format(var, name, describe(self)))
+        end
+        return f(self, ...)
+      end
+    end
+  end
+  for name, w in pairs(wrapped) do class[name] = w end
+  return class
+end
+
 -- Reject fields a table does not know, so a typo never silently does nothing. `what` (a string)
 -- names a nested table in the message ("unknown field 'x' in producer").
 function M.known_fields(where, t, allowed, what)
-  for k in pairs(t) do
+  for k, v in pairs(t) do
+    -- a NULL cdata compares equal to nil: a field given as NULL would read as not given
+    if allowed[k] and type(v) == "cdata" and v == nil then
+      M.fail(where, ("%s%s is a NULL pointer (a NULL cdata reads as nil: give a value, or leave the field out)"):format(tostring(k),
+             type(what) == "string" and (" in " .. what) or ""))
+    end
     if not allowed[k] then
       local names = {}
       for n in pairs(allowed) do names[#names + 1] = n end

@@ -112,6 +112,7 @@ function M.build(opts, b)
         return false, ("cp_async %s: bytes %d..%d are 0x%s, expected 0x%s"):format(o.work, 8 * i, 8 * i + 7, bit.tohex(got[i]), bit.tohex(want[i]))
       end
     end
+    return false, ("cp_async %s: the %d bytes differ from the expected ones (memcmp)"):format(o.work, n)
   end
   return { run = run, verify = verify, poison = function() b.dst:fill(0xA5) end, bytes = 2 * bytes, grid = grid,
            per_sm = per_sm }

@@ -3,7 +3,7 @@
 -- its CPU reference, and a verifier that checks every element of a result.
 --   local p = cuasync.patterns.kernel("pipe_unified", { stages = 4 })
 --   local run = p:prepare(out, inp, n [, { grid = g }])   -- out, inp: device buffers of u32
---   run(); p:verify(in_host, out_host, n)                 -- nil, or the first wrong element
+--   run(); p:verify(in_host, out_host, n)                 -- true, or false and the first wrong element
 local ffi = require("ffi")
 local bit = require("bit")
 local program = require("cuasync.program")
@@ -193,7 +193,8 @@ local function lcg_power(work)
   return A, Cc
 end
 
--- :verify(in_host, out_host, n[, before]) -> nil, or a message naming the first wrong element.
+-- :verify(in_host, out_host, n[, before]) -> true, or false and a message naming the first wrong
+-- element (a sweep's verify convention: only true passes).
 -- in_host/out_host: pointers or arrays of the pattern's element type; out_host must hold
 -- out_elems(n) + any guard the caller checks. before: the output's contents before a reduce.
 -- The host data verify reads: a cdata pointer (trusted for n) or an array holding `need` elements.
@@ -224,10 +225,10 @@ function Pattern:verify(inp, out, n, before)
   if op == "add_one" then
     for i = 0, n - 1 do
       local want = bit.tobit(inp[i] + 1)
-      if bit.tobit(out[i]) ~= want then return wrong(i, tonumber(ffi.cast("uint32_t", want)), out[i]) end
+      if bit.tobit(out[i]) ~= want then return false, wrong(i, tonumber(ffi.cast("uint32_t", want)), out[i]) end
     end
     for i = n, self:out_elems(n) - 1 do
-      if out[i] ~= 1 then return wrong(i, "1 (zero-filled tail + 1)", out[i]) end
+      if out[i] ~= 1 then return false, wrong(i, "1 (zero-filled tail + 1)", out[i]) end
     end
   elseif op == "split" then
     local A, Cc = lcg_power(WORK)
@@ -235,7 +236,7 @@ function Pattern:verify(inp, out, n, before)
       local y = (A * inp[i] + Cc) % 2 ^ 32
       local j = bit.bxor(i, 1)
       if j < n then y = (y + inp[j]) % 2 ^ 32 end
-      if out[i] ~= tonumber(y) then return wrong(i, tonumber(y), out[i]) end
+      if out[i] ~= tonumber(y) then return false, wrong(i, tonumber(y), out[i]) end
     end
   elseif op == "reduce" then
     local float = self.elem == "float"
@@ -244,10 +245,10 @@ function Pattern:verify(inp, out, n, before)
       local want
       if float then f[0] = before[i] + inp[i]; want = f[0]   -- one correctly rounded f32 add
       else want = (before[i] + inp[i]) % 2 ^ 32 end
-      if out[i] ~= want then return wrong(i, want, out[i]) end
+      if out[i] ~= want then return false, wrong(i, want, out[i]) end
     end
   end
-  return nil
+  return true
 end
 
 -- patterns.build({ name = ..., stages, tile_bytes }, { out = buf, inp = buf, n = n[, grid, stream] })
@@ -268,10 +269,11 @@ function M.build(opts, b)
   end
   local function verify()
     stream.synchronize()
-    local why = p:verify(b.inp:download(p.elem, n), b.out:download(p.elem, elems), n, before)
-    return why == nil, why
+    return p:verify(b.inp:download(p.elem, n), b.out:download(p.elem, elems), n, before)
   end
   return { run = run, verify = verify, poison = poison, bytes = 4 * (n + elems), kernel = p }
 end
+
+util.methods(Pattern, "patterns", "p")
 
 return M

@@ -222,5 +222,6 @@ function Barrier:__tostring()
   return ("%s (%s)"):format(self.name, self:state())
 end
 
+util.methods(Barrier, "model.mbarrier", "mb")
 M.Barrier, M.Token, M.Arrival = Barrier, Token, Arrival
 return setmetatable(M, { __call = function(_, count, name) return M.new(count, name) end })

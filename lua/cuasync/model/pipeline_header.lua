@@ -5,6 +5,16 @@ local plans = require("cuasync.model.pipeline_plan")
 
 local M = {}
 
+-- The members the Config struct declares (spec/pipeline_spec.lua checks the header against
+-- this list): a load's name becomes a member too, so it may not be one of these.
+M.MEMBERS = {}
+for w in ([[stages completion tx_bytes stage_pitch align full_offset empty_offset smem_bytes scratch_offset
+  scratch_bytes block unified producer_warps producer_threads consumer_threads release full_count
+  empty_count wait_depth cluster_x cluster_y cluster_z cluster_size peer_count progress_received
+  progress_armed progress_committed progress_words loads load_offset load_box_bytes load_box_smem
+  load_boxes load_slices load_multicast load_vector load_copies load_row load_cg
+  load_zero_fill]]):gmatch("%S+") do M.MEMBERS[w] = true end
+
 -- The C++ Config.
 function M.header(plan)
   local r = plan.roles
@@ -67,10 +77,8 @@ function M.header(plan)
       arr("cache", function(c) return c == "cg" and 1 or 0 end)),
     ("    static constexpr int load_zero_fill[%d] = %s;"):format(n, arr("zero_fill", flag)),
   }
-  for _, l in ipairs(plan.loads) do
-    if l.name:match("^[%a_][%w_]*$") then
-      lines[#lines + 1] = ("    static constexpr int %s = %d;"):format(l.name, l.index)
-    end
+  for _, l in ipairs(plan.loads) do   -- names checked by pipeline.new (M.MEMBERS, cxx_names)
+    lines[#lines + 1] = ("    static constexpr int %s = %d;"):format(l.name, l.index)
   end
   lines[#lines + 1] = "};"
   lines[#lines + 1] = "} }"

@@ -4,8 +4,9 @@
 --     on full[s] with tx_bytes, issue each load's copies (multicast: one slice to every block of the
 --     line); then, in a cluster, producer_tail: wait the last `stages` releases, so that no peer
 --     still signals its barriers when the block exits.
---   consumer (one per arrival on empty): for i: wait full[s] (parity starts at 0), use, arrive on
---     empty[s] of every block whose copies land here.
+--   consumer (one per arrival on empty; with release = "thread", one per warp whose 32 lanes
+--     arrive in one step, as the cp.async roles do): for i: wait full[s] (parity starts at 0),
+--     use, arrive on empty[s] of every block whose copies land here.
 --   unified: consumer 0 is also the producer: it fills the first `stages` stages, then refills stage
 --     i after it released iteration i - stages.
 local util = require("cuasync.util")
@@ -14,7 +15,7 @@ local plans = require("cuasync.model.pipeline_plan")
 
 local M = {}
 
-M.MAX_WORK = 100000   -- iterations x runs of one simulate call
+M.MAX_WORK = 250000   -- iterations x runs x simulated roles of one simulate call
 M.MUTATIONS = { tx_delta = true, consumer_arrivals = true, parity_flip = true, producer_exits_at = true,
                 skip_commit = true, wait_depth_delta = true, early_read = true }
 local CP_ONLY = { skip_commit = 'completion = "mbarrier"', wait_depth_delta = 'completion = "group"', early_read = "cp.async" }
@@ -89,12 +90,25 @@ function M.spec(plan, iterations, m)
     t:arrive_expect_tx(t.bar[bar_key(plan, "full", r)][s], tx_arm)
     issue(t, r, s)
   end
-  local function consume(t, r, i)
+  local function consume(t, r, i, k)
     local s, pass = i % S, math.floor(i / S)
     local parity = pass % 2
     if m.parity_flip then parity = 1 - parity end
     t:wait_parity(t.bar[bar_key(plan, "full", r)][s], parity, pass)
-    for _, p in ipairs(plans.peers(plan, r)) do t:arrive(t.bar[bar_key(plan, "empty", p)][s], 1, pass) end
+    for _, p in ipairs(plans.peers(plan, r)) do t:arrive(t.bar[bar_key(plan, "empty", p)][s], k or 1, pass) end
+  end
+  -- `total` consumer arrivals of block r as roles: one per warp of per-thread arrivals (its lanes
+  -- arrive together: 992 threads are 31 roles, not 992, and simulate in seconds), else one each
+  local chunk = plan.roles.release == "thread" and 32 or 1
+  local function consumers(key, r, total)
+    if total <= 0 then return end
+    local full, rest = math.floor(total / chunk), total % chunk
+    if full > 0 then
+      roles[key .. "consumer"] = { function(t) for i = 0, iterations - 1 do consume(t, r, i, chunk) end end, n = full }
+    end
+    if rest > 0 then
+      roles[key .. "consumer_lanes"] = function(t) for i = 0, iterations - 1 do consume(t, r, i, rest) end end
+    end
   end
   local last = m.producer_exits_at and math.min(m.producer_exits_at, iterations) or iterations
   local function tail(t, r)
@@ -115,15 +129,13 @@ function M.spec(plan, iterations, m)
         end
         tail(t, r)
       end
-      if arrivals > 1 then
-        roles[key .. "consumer"] = { function(t) for i = 0, iterations - 1 do consume(t, r, i) end end, n = arrivals - 1 }
-      end
+      consumers(key, r, arrivals - 1)
     else
       roles[key .. "producer"] = function(t)
         for i = 0, last - 1 do produce(t, r, i) end
         tail(t, r)
       end
-      roles[key .. "consumer"] = { function(t) for i = 0, iterations - 1 do consume(t, r, i) end end, n = arrivals }
+      consumers(key, r, arrivals)
     end
   end
   return { barriers = barriers, roles = roles }
@@ -215,11 +227,19 @@ function M.simulate(plan, o, m)
   if o.explore == "exhaustive" then
     many, what = util.int_in("pipeline.simulate", "bound", o.bound or 2000, 1, M.MAX_WORK), "bound"
   end
-  if iterations * many > M.MAX_WORK then
-    util.fail("pipeline.simulate", ("iterations x %s = %d x %d exceeds %d simulated iterations per call (split it over seeds)"):format(
-              what, iterations, many, M.MAX_WORK))
-  end
   local spec = plan.kind == "cp_async" and M.spec_cp(plan, iterations, m or {}) or M.spec(plan, iterations, m)
+  -- the work grows with the roles too (each is a simulated thread or warp): the defaults shrink
+  -- the runs to fit; what the caller asked for is refused when over
+  local roles = 0
+  for _, role in pairs(spec.roles) do roles = roles + (type(role) == "table" and role.n or 1) end
+  if o.runs == nil and what == "runs" then
+    many = math.max(1, math.min(runs, math.floor(M.MAX_WORK / (iterations * roles))))
+    runs = many
+  end
+  if iterations * many * roles > M.MAX_WORK then
+    util.fail("pipeline.simulate", ("iterations x %s x roles = %d x %d x %d exceeds %d simulated iterations per call (fewer iterations, or split the %s over seeds)"):format(
+              what, iterations, many, roles, M.MAX_WORK, what))
+  end
   spec.seed, spec.runs, spec.explore, spec.bound = o.seed, runs, o.explore, o.bound
   spec.async = o.async
   local r = protocol.run(spec)

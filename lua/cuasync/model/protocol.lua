@@ -10,6 +10,8 @@
 --   "early_completion" (a copy landed after its phase completed: armed with too few bytes) |
 --   "race" (a read of a stage with a cp.async still landing in it) | "stale" (a read of a stage
 --   last filled for another iteration) | "error" | "step_limit"), r.message, r.role, r.barrier, r.timeline[role], r.barriers[name], r:report()
+--   exhaustive: r.complete (every interleaving ran; false when the bound stopped it: r.ok then
+--   only says no fault was found, and the report says "incomplete")
 -- Inside a role, t is the role's handle: t.bar.full[0] (arrays count from 0, as on the device),
 -- t:arrive(b[, n[, phase]]) t:arrive_drop(b[, n]) t:expect_tx(b, bytes) t:complete_tx(b, bytes)
 -- t:arrive_expect_tx(b, bytes[, n]) t:bulk(bytes, b) (lands later) t:wait_parity(b, parity[, phase])
@@ -148,6 +150,14 @@ local function bar_check(role, a, what)
   if getmetatable(a.b) ~= mbarrier.Barrier then
     fault("error", role.name, nil, ("%s: %s's barrier argument is not a barrier of this run (got %s)"):format(
           role.name, what, util.describe(a.b)))
+  end
+  -- one made elsewhere (cuasync.model.mbarrier(n), or another run's) is in no state this run reports
+  if not role.run.owned[a.b] then
+    fault("error", role.name, nil, ("%s: %s's barrier %s was not made by this run: use t.bar.NAME (the barriers of the spec)"):format(
+          role.name, what, a.b.name or "(unnamed)"))
+  end
+  if a.phase ~= nil and not util.is_integer(a.phase) then
+    fault("error", role.name, a.b.name, ("%s: %s's phase must be an integer (got %s)"):format(role.name, what, util.describe(a.phase)))
   end
 end
 
@@ -327,7 +337,8 @@ end
 -- One run. choose(n) picks 1..n. Returns nil on success, or the fault (with the run's state).
 local function one_run(spec, choose)
   local bar, all = fresh_barriers(spec)
-  local run = { spec = spec, steps = 0, inflight = {} }
+  local run = { spec = spec, steps = 0, inflight = {}, owned = {} }
+  for _, b in ipairs(all) do run.owned[b] = true end
   local roles = {}
   for i, r in ipairs(spec.roles) do
     local role = setmetatable({ name = r.name, index = r.index, bar = bar, run = run, log = {}, seen = {} }, Role)
@@ -448,6 +459,9 @@ Result.__index = Result
 -- The counterexample in words: the fault, each role's last steps (ending at its blocking wait),
 -- and every barrier's state. `tail` limits the steps shown per role (default 8).
 function Result:report(tail)
+  if self.ok and self.complete == false then   -- stopped at its bound: no fault found, nothing proven
+    return ("incomplete: %d runs (exhaustive, bound reached before every interleaving), no fault found in them: not a proof (raise bound)"):format(self.runs)
+  end
   if self.ok then
     return ("ok: %d run%s (%s%s), no fault"):format(self.runs, self.runs == 1 and "" or "s", self.explore,
       self.explore == "exhaustive" and (self.exhausted and ", every interleaving" or ", bound reached") or
@@ -505,8 +519,9 @@ function M.run(o)
     end
     local k = #taken
     while k > 0 and taken[k] >= widths[k] do k = k - 1 end
-    if k == 0 then r.exhausted = true return r end
-    if r.runs >= spec.bound then r.exhausted = false return r end
+    if k == 0 then r.exhausted, r.complete = true, true return r end
+    -- r.ok stays true (no fault was found) but r.complete = false: the report says "incomplete"
+    if r.runs >= spec.bound then r.exhausted, r.complete = false, false return r end
     prefix = {}
     for i = 1, k - 1 do prefix[i] = taken[i] end
     prefix[k] = taken[k] + 1

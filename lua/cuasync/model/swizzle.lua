@@ -171,4 +171,6 @@ function M.show(mode, box, elem_bytes, opts)
   return table.concat(out, "\n")
 end
 
+util.methods(Layout, "layout", "L")
+
 return M

@@ -103,13 +103,15 @@ end
 -- an L2 flush), early_exit = { after = r, factor = f, best = cost }: after r rounds a variant
 -- whose cost so far (median ms per unit of v.work, 1 without it: bytes or flops, so variants
 -- doing different work compare fairly) is over f times the best (of those that are not
--- v.baseline, or `best` from earlier work) leaves the rounds with v.slow = true and its partial figure.
+-- v.baseline, or `best` from earlier work) leaves the rounds with v.slow = true and its partial figure;
+-- keep_going = true: a variant whose run raises leaves the rounds with v.error (its message) and
+-- no v.ms, and the others go on.
 function M.rounds(variants, opts)
   util.kind("bench_rounds", "variants", variants, "table")
   opts = opts or {}
   util.kind("bench_rounds", "opts", opts, "table")
   util.known_fields("bench_rounds", opts, { rounds = true, reps = true, warmup = true, host = true, before = true,
-                                            early_exit = true }, 2)
+                                            early_exit = true, keep_going = true }, 2)
   local rounds = util.count("bench_rounds", "rounds", opts.rounds or 5)
   if opts.reps ~= nil then util.count("bench_rounds", "reps", opts.reps) end
   if opts.warmup ~= nil then util.count("bench_rounds", "warmup", opts.warmup, true) end
@@ -122,30 +124,39 @@ function M.rounds(variants, opts)
       util.fail("bench_rounds", ("early_exit.factor must be a number over 1 (got %s)"):format(util.describe(ex.factor)))
     end
   end
+  if opts.keep_going ~= nil and type(opts.keep_going) ~= "boolean" then
+    util.fail("bench_rounds", ("keep_going must be a boolean (got %s)"):format(util.describe(opts.keep_going)))
+  end
   util.list("bench_rounds", "variants", variants)
   for i, v in ipairs(variants) do
     if type(v) ~= "table" or type(v.run) ~= "function" then
       util.fail("bench_rounds", ("variants[%d].run must be a function"):format(i))
     end
-    v.times, v.slow = {}, nil
+    v.times, v.slow, v.error = {}, nil, nil
   end
   local b = { warmup = opts.warmup or 2, reps = opts.reps or 10, host = opts.host, before = opts.before }
   for round = 1, rounds do
     for _, v in ipairs(variants) do
-      if not v.slow then v.times[#v.times + 1] = M.bench(v.run, b).median end
+      if opts.keep_going and not v.slow and not v.error then
+        -- keep_going: a variant that raises is left out of later rounds (v.error), the rest go on
+        local ok, res = pcall(M.bench, v.run, b)
+        if ok then v.times[#v.times + 1] = res.median else v.error = res end
+      elseif not v.slow and not v.error then
+        v.times[#v.times + 1] = M.bench(v.run, b).median
+      end
     end
     if ex and round == ex.after and round < rounds then
       local best = ex.best
       local function cost(v) return M.median(v.times) / (v.work or 1) end
       for _, v in ipairs(variants) do
-        if not v.baseline and (not best or cost(v) < best) then best = cost(v) end
+        if not v.baseline and not v.error and (not best or cost(v) < best) then best = cost(v) end
       end
       for _, v in ipairs(variants) do
-        if not v.baseline and cost(v) > ex.factor * best then v.slow = true end
+        if not v.baseline and not v.error and cost(v) > ex.factor * best then v.slow = true end
       end
     end
   end
-  for _, v in ipairs(variants) do v.ms = M.median(v.times) end
+  for _, v in ipairs(variants) do v.ms = not v.error and M.median(v.times) or nil end
   return variants
 end
 

@@ -54,6 +54,12 @@ function M.new(spec)
     util.known_fields(WHERE, spec.baseline, { name = true, run = true, bytes = true, flops = true }, "baseline")
     util.cstring(WHERE, "baseline.name", spec.baseline.name)
     util.kind(WHERE, "baseline.run", spec.baseline.run, "function")
+    for _, f in ipairs({ "bytes", "flops" }) do
+      local n = spec.baseline[f]
+      if n ~= nil and (type(n) ~= "number" or n ~= n or n <= 0 or n == math.huge) then
+        fail(("baseline.%s must be a finite positive number (got %s)"):format(f, util.describe(n)))
+      end
+    end
   end
   S.baseline = spec.baseline
   S.baseline_name = spec.baseline and spec.baseline.name
@@ -133,5 +139,6 @@ end
 -- cuasync.sweep.best(name[, { device = dev }]) -> params, row | nil, why (store.lua)
 M.best = store.best
 
+util.methods(Sweep, "sweep", "S")
 M.Sweep = Sweep
 return setmetatable(M, { __call = function(_, spec) return M.new(spec) end })

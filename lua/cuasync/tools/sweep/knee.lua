@@ -103,4 +103,6 @@ function K:text()
   return table.concat(lines, "\n")
 end
 
+util.methods(K, "sweep.knee", "K")
+
 return M

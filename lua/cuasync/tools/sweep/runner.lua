@@ -75,16 +75,46 @@ function M.admit(S, r)
   return true
 end
 
+-- The fields a build table may carry: what the sweep reads, and what the library's own builds
+-- (kernels/*.build) return beside it for the caller (kernel, plan, config, grid, per_sm). Any
+-- other is a misspelling the sweep would otherwise ignore (verfy: a variant never verified).
+local BUILD_FIELDS = { run = true, verify = true, poison = true, bytes = true, flops = true, inflight = true,
+                       kernel = true, plan = true, config = true, grid = true, per_sm = true }
+local function names(set)
+  local t = {}
+  for k in pairs(set) do t[#t + 1] = k end
+  table.sort(t)
+  return table.concat(t, ", ")
+end
+
 -- The build result's shape, or why it is wrong.
-local function check_build(v)
+function M.check_build(v)
   if type(v) ~= "table" then return ("build(p) must return a table { run = fn, verify = fn, bytes = n } (got %s)"):format(util.describe(v)) end
   if type(v.run) ~= "function" then return "build(p) returned no run function" end
+  for k in pairs(v) do
+    if not BUILD_FIELDS[k] then
+      return ("build(p) returned an unknown field %s (fields: %s)"):format(util.describe(k), names(BUILD_FIELDS))
+    end
+  end
   for _, f in ipairs({ "verify", "poison" }) do
-    if v[f] ~= nil and type(v[f]) ~= "function" then return ("build(p).%s must be a function"):format(f) end
+    if v[f] ~= nil and type(v[f]) ~= "function" then return ("build(p).%s must be a function (got %s)"):format(f, util.describe(v[f])) end
   end
   for _, f in ipairs({ "bytes", "flops", "inflight" }) do
-    if v[f] ~= nil and (type(v[f]) ~= "number" or v[f] < 0) then return ("build(p).%s must be a non-negative number"):format(f) end
+    local n = v[f]
+    if n ~= nil and (type(n) ~= "number" or n ~= n or n < 0 or n == math.huge) then
+      return ("build(p).%s must be a finite non-negative number (got %s)"):format(f, util.describe(n))
+    end
   end
+end
+
+-- What a verify() result means: only true passes; false (with a reason), a string (the reason)
+-- or anything else fails. Returns nil when it passed, else the reason.
+function M.verdict(ok, res, why)
+  if not ok then return M.message(res) end
+  if res == true then return nil end
+  if type(res) == "string" then return res end
+  if res == false then return why ~= nil and tostring(why) or "verify returned false" end
+  return ("verify returned %s: only true passes (return true, or false and the reason)"):format(util.describe(res))
 end
 
 -- Build one point and run it once, verified. Returns the build, or nil (the row says why) and,
@@ -95,7 +125,7 @@ local function try(S, r)
     r.kind, r.reason = "pruned", M.message(why_not)   -- build(p) -> nil, "why": it cannot run here
     return nil
   end
-  local bad = ok and check_build(v)
+  local bad = ok and M.check_build(v)
   if not ok then
     r.kind, r.reason = M.prunes(v) and "pruned" or "failed", (M.prunes(v) and "" or "build: ") .. M.message(v)
     return nil
@@ -130,9 +160,9 @@ local function try(S, r)
     return nil
   end
   if v.verify then
-    local ok3, res, why = pcall(v.verify)
-    if not ok3 or res == false then
-      r.kind, r.reason = "failed", "verification: " .. tostring(ok3 and (why or "verify returned false") or res)
+    local wrong = M.verdict(pcall(v.verify))
+    if wrong then
+      r.kind, r.reason = "failed", "verification: " .. wrong
       return nil
     end
     r.verified = true
@@ -169,18 +199,29 @@ local function time(S, variants, gpu, best_cost)
     all[#all + 1] = v
   end
   if #variants == 0 then return nil end
+  -- keep_going: a variant that raises in the timed rounds fails alone, the others are measured
   local ok, err = pcall(bench.rounds, all, { rounds = S.rounds, reps = S.reps, host = S.host or nil, warmup = S.host and 0 or nil,
-    before = flusher(S), early_exit = S.rounds > M.SLOW_AFTER and { after = M.SLOW_AFTER, factor = M.SLOW_FACTOR, best = best_cost } or nil })
+    before = flusher(S), keep_going = true,
+    early_exit = S.rounds > M.SLOW_AFTER and { after = M.SLOW_AFTER, factor = M.SLOW_FACTOR, best = best_cost } or nil })
   if not ok then
     for _, v in ipairs(variants) do v.row.kind, v.row.reason = "failed", "timing: " .. tostring(err) end
     return nil
   end
+  if base and base.error then
+    S.notes = S.notes or {}
+    S.notes[#S.notes + 1] = ("the baseline %s raised in the timed rounds (%s): no ratios"):format(base.label, M.message(base.error))
+    base = nil
+  end
   for _, v in ipairs(variants) do
     local r = v.row
-    r.kind, r.ms, r.gpu, r.times, r.slow, r.cost = "measured", v.ms, gpu, v.times, v.slow, v.ms / (v.work or 1)
-    r.gbps = v.bytes and v.bytes / (v.ms * 1e6) or nil
-    r.tflops = v.flops and v.flops / (v.ms * 1e9) or nil
-    r.ratio = base and base.ms / v.ms or nil
+    if v.error then
+      r.kind, r.reason = "failed", "timing: " .. M.message(v.error)
+    else
+      r.kind, r.ms, r.gpu, r.times, r.slow, r.cost = "measured", v.ms, gpu, v.times, v.slow, v.ms / (v.work or 1)
+      r.gbps = v.bytes and v.bytes / (v.ms * 1e6) or nil
+      r.tflops = v.flops and v.flops / (v.ms * 1e9) or nil
+      r.ratio = base and base.ms / v.ms or nil
+    end
   end
   return base and { name = base.label, ms = base.ms, gbps = S.baseline.bytes and S.baseline.bytes / (base.ms * 1e6) or nil,
                     tflops = S.baseline.flops and S.baseline.flops / (base.ms * 1e9) or nil }

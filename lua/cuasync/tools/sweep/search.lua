@@ -100,8 +100,12 @@ local function evaluate(S, ctx, batch)
   local t0 = now_s()
   local done, step = 0, ctx.step
   if #with_prog > 1 and ctx.jobs > 1 and S.script and os.getenv("CUASYNC_CACHE") ~= "0" and pcall(require, "dkjson") then
-    ctx.pool = ctx.pool or workers.pool(S, ctx.jobs)   -- made once, for the whole sweep
-    S.notes, S.compile_workers = ctx.pool.deaths, ctx.pool.spawned   -- a worker that died is said, not hidden
+    if not ctx.pool then   -- made once, for the whole sweep; a worker that died is a note in S.notes
+      ctx.pool, S.notes = workers.pool(S, ctx.jobs), S.notes or {}
+      for _, d in ipairs(ctx.pool.deaths) do S.notes[#S.notes + 1] = d end
+      ctx.pool.deaths = S.notes
+    end
+    S.compile_workers = ctx.pool.spawned
     workers.pool_compile(ctx.pool, with_prog, function() done = done + 1; step("compiled", done, #with_prog) end)
   end
   done = 0
@@ -188,7 +192,6 @@ run = function(S, o, where, jobs, shard_i, shard_n, ctx)
   local gpu_ok, why = device.available()
   ctx.jobs, ctx.force, ctx.can_measure, ctx.why = jobs, o.force, gpu_ok or S.host, why
   ctx.replay, ctx.step = strategy == "replay" or o.replay == true, progress.new(S.name, o.quiet)
-
   local rows, by, candidates = {}, {}, {}
   S.rows, S.best, S.baseline_row, S.compile_s, S.skipped_launches, S.compile_workers, S.notes = rows, nil, nil, 0, nil, nil, nil
   S.shard = shard_i and ("%d/%d"):format(shard_i, shard_n) or nil

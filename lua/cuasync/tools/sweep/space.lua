@@ -35,9 +35,10 @@ function M.new(where, params, order)
   if order ~= nil then
     util.list(where, "order", order)
     local seen = {}
-    for _, k in ipairs(order) do
-      if params[k] == nil then util.fail(where, ("order names %s, which is not in params"):format(util.describe(k))) end
-      seen[k] = true
+    for i, k in ipairs(order) do
+      if type(k) ~= "string" or params[k] == nil then util.fail(where, ("order names %s, which is not in params"):format(util.describe(k))) end
+      if seen[k] then util.fail(where, ("order names %s twice (order[%d] and order[%d])"):format(util.describe(k), seen[k], i)) end
+      seen[k] = i
     end
     for _, k in ipairs(names) do
       if not seen[k] then util.fail(where, ("order leaves out params.%s"):format(k)) end
