@@ -4,6 +4,7 @@
 #define CUASYNC_INTERNAL
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/types.h>
 #include <stdlib.h>
@@ -153,4 +154,33 @@ int cuasync_fs_pid_dir(const char *parent, char *out, size_t outlen, char *err, 
     if ((size_t)snprintf(out, outlen, "%s/%ld", parent, (long)getpid()) >= outlen)
         return cuasync_fail(err, errlen, CUASYNC_E_INVALID, "directory path under %s does not fit %zu bytes", parent, outlen);
     return cuasync_fs_mkdirs(out, err, errlen);
+}
+
+/* An exclusive advisory lock (fcntl: POSIX, and it works on NFS where flock may not) on path,
+ * created if missing; waits for it. The lock goes with the descriptor: closed by
+ * cuasync_fs_unlock, or by the process's exit if it dies holding it. */
+int cuasync_fs_lock(const char *path, int *fd, char *err, size_t errlen)
+{
+    struct flock fl;
+    int f = open(path, O_RDWR | O_CREAT, 0644);
+    if (f < 0)
+        return cuasync_fail(err, errlen, CUASYNC_E_IO, "cannot open the lock file %s (%s)", path, strerror(errno));
+    memset(&fl, 0, sizeof fl);
+    fl.l_type = F_WRLCK;
+    fl.l_whence = SEEK_SET;
+    while (fcntl(f, F_SETLKW, &fl) != 0) {
+        if (errno == EINTR) continue;
+        {
+            int e = errno;
+            close(f);
+            return cuasync_fail(err, errlen, CUASYNC_E_IO, "cannot lock %s (%s)", path, strerror(e));
+        }
+    }
+    *fd = f;
+    return CUASYNC_OK;
+}
+
+void cuasync_fs_unlock(int fd)
+{
+    if (fd >= 0) close(fd);
 }

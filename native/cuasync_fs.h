@@ -19,5 +19,10 @@ int cuasync_fs_list(const char *dir, const char *suffix, char *out, size_t outle
  * named by the pid of a process that no longer exists. For files that must not be shared
  * between processes (NVRTC's automatic precompiled headers). */
 int cuasync_fs_pid_dir(const char *parent, char *out, size_t outlen, char *err, size_t errlen);
+/* Take an exclusive lock on path (created if missing), waiting for it; *fd holds it until
+ * cuasync_fs_unlock(*fd) or the process's exit. For read-modify-write of shared files (a
+ * sweep's result store written by concurrent runs). */
+int cuasync_fs_lock(const char *path, int *fd, char *err, size_t errlen);
+void cuasync_fs_unlock(int fd);
 
 #endif

@@ -150,7 +150,7 @@ describe("sweep", function()
     assert.truthy(out:find("NAME\tfalse\t[^\n]*cuasync.sweep.best: name \"../x\" is not a sweep name"), out)
     assert.truthy(out:find("OPTS\tfalse\t[^\n]*cuasync.sweep.best: unknown field 'gpu'"), out)
     assert.truthy(out:find("DEV\tfalse\t[^\n]*cuasync.sweep.best: opts.device must be a cuasync.device%(%) %(got 0%)"), out)
-    assert.truthy(out:find("DAMAGED\tfalse\t[^\n]*cuasync.sweep.best: the result store [^\n]*ranked.json is not JSON of a sweep"), out)
+    assert.truthy(out:find("DAMAGED\ttrue\tnil\tthe result store [^\n]*ranked.json is not JSON of a sweep's store"), out)
   end)
 
   it("writes CSV and JSON that read back the same; shards merge into the whole", function()

@@ -8,6 +8,8 @@ int cuasync_fs_write_atomic(const char *path, const void *data, size_t len, char
 int cuasync_fs_regular_size(const char *path, long long *size);
 int cuasync_fs_list(const char *dir, const char *suffix, char *out, size_t outlen, char *err, size_t errlen);
 int cuasync_fs_pid_dir(const char *parent, char *out, size_t outlen, char *err, size_t errlen);
+int cuasync_fs_lock(const char *path, int *fd, char *err, size_t errlen);
+void cuasync_fs_unlock(int fd);
 ]]
 
 ffi.cdef(declarations)

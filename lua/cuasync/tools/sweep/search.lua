@@ -136,13 +136,6 @@ local function evaluate(S, ctx, batch)
   return todo
 end
 
--- The store entry of a measured row: its figures and params, sealed.
-local function entry(r)
-  return store.seal({ kind = r.kind, ms = r.ms, gbps = r.gbps, tflops = r.tflops, ratio = r.ratio, verified = r.verified,
-                      gpu = r.gpu, compile_ms = r.compile_ms, cache = r.cache, params = r.params, slow = r.slow,
-                      remeasured = r.remeasured, inflight = r.inflight, times = r.times })
-end
-
 -- Compile workers by default: one per core, at most 16 (they never bring up the driver).
 local cores
 function M.default_jobs()
@@ -205,7 +198,8 @@ run = function(S, o, where, jobs, shard_i, shard_n, ctx)
   if #rows == 0 then util.fail(where, "the shard holds no point of the cross product") end
 
   -- the result store: rows measured before on this device, driver and program
-  local st = store.load(where, S.name)
+  local st = store.load(S.name)
+  if st.problem then S.notes = { st.problem } end   -- said once, plainly; the sweep measures on
   ctx.entries = st.entries
   S.damaged, S.store_old, S.store_path = st.damaged, st.old, st.path
   ctx.device_key = S.host and "host" or "none"
@@ -280,15 +274,16 @@ run = function(S, o, where, jobs, shard_i, shard_n, ctx)
 
   -- keep what was measured, and this run's rows (what cuasync.sweep.best ranks)
   if ctx.can_measure and not ctx.replay then
-    local keys = {}
+    local keys, fresh = {}, {}
     for _, r in ipairs(measured_now) do
-      if r.kind == "measured" and r.key then st.entries[r.key] = entry(r) end
+      if r.kind == "measured" and r.key then fresh[r.key] = store.entry(r) end
     end
     for _, r in ipairs(rows) do
-      if r.kind == "measured" and r.key and st.entries[r.key] then keys[#keys + 1] = r.key end
+      if r.kind == "measured" and r.key and (fresh[r.key] or st.entries[r.key]) then keys[#keys + 1] = r.key end
     end
-    st.runs[ctx.device_key] = { at = os.time(), keys = keys }
-    store.save(S.name, st)
+    local note = store.save(S.name, { entries = fresh, runs = { [ctx.device_key] = { at = os.time(), keys = keys } } })
+    if note and st.problem and S.notes[1] == st.problem then S.notes[1] = note   -- what became of it
+    elseif note then S.notes = S.notes or {} S.notes[#S.notes + 1] = note end
   end
   for _, r in ipairs(rows) do r.prog, r.cost = nil, nil end   -- r.key stays: merge joins rows by it
   S.best = common.best(rows)

@@ -4,13 +4,19 @@
 -- measuring them again; cuasync.sweep.best reads the latest run's best verified row.
 --   { version = 3, entries = { [key] = row + { sum } }, runs = { [device key] = { at, keys } } }
 -- Each entry carries the SHA-256 of its JSON (cache.sha256): an entry whose sum does not
--- match was damaged and is measured again, never trusted. The file is written through the
--- compile cache's atomic writer. Entries of versions 1 and 2 (unsealed) are measured again.
+-- match, or that is not a measured row, was damaged and is measured again, never trusted. The
+-- file is written through the compile cache's atomic writer, under a lock, merged with what
+-- concurrent runs wrote. Entries of versions 1 and 2 (unsealed) are measured again.
 local device = require("cuasync.device")
 local util = require("cuasync.util")
 local cache = require("cuasync.cache")
 local json = require("cuasync.tools.json")
 local common = require("cuasync.tools.report.common")
+local native = require("cuasync.native")
+require("cuasync.cdef.fs")
+
+local ffi = require("ffi")
+local C, errbuf, ERRLEN = native.C, native.errbuf, native.ERRLEN
 
 local M = { VERSION = 3 }
 
@@ -43,58 +49,111 @@ function M.seal(row)
   return e
 end
 
-local function intact(e)
-  return type(e) == "table" and type(e.sum) == "string" and e.sum == checksum(e)
+-- The store entry of a measured row: its figures and params, sealed.
+function M.entry(r)
+  return M.seal({ kind = r.kind, ms = r.ms, gbps = r.gbps, tflops = r.tflops, ratio = r.ratio, verified = r.verified,
+                  gpu = r.gpu, compile_ms = r.compile_ms, cache = r.cache, params = r.params, slow = r.slow,
+                  remeasured = r.remeasured, inflight = r.inflight, times = r.times })
 end
 
--- The store of sweep `name`: { entries, runs, damaged = n (entries dropped) }; empty when there is
--- none. Anything there that is not a store raises (where names the caller), so no run
--- overwrites it unread.
-function M.load(where, name)
-  local path = M.path(name)
-  local empty = { entries = {}, runs = {}, damaged = 0, path = path }
-  local kind = cache.file_kind(path)
-  if kind == "missing" then return empty end
-  if kind ~= "file" then
-    util.fail(where, ("the result store %s is not a file (remove it, or set CUASYNC_CACHE_DIR elsewhere)"):format(path))
-  end
-  if not pcall(json.lib) then return empty end
+-- An entry is trusted only when its sum matches and it is what the sweep writes: a measured
+-- row with its params and a finite time (a sealed entry of anything else came from elsewhere).
+local function trusted(e)
+  return type(e) == "table" and type(e.sum) == "string" and e.sum == checksum(e) and e.kind == "measured"
+         and type(e.params) == "table" and type(e.ms) == "number" and e.ms > 0 and e.ms < math.huge
+end
+
+-- Read the store file: { entries, runs, damaged, old } or nil and why it is not a store.
+local function read(path)
   local doc, why = json.decode_file(path)
   if type(doc) ~= "table" or (doc.version ~= nil and type(doc.version) ~= "number") then
-    util.fail(where, ("the result store %s is not JSON of a sweep (%s; remove it to start over)"):format(path,
-      why or ("a JSON " .. type(doc))))
+    return nil, ("not JSON of a sweep's store (%s)"):format(why or ("a JSON " .. type(doc)))
   end
-  if doc.version == nil and #doc > 0 then   -- a list: no store ever was one
-    util.fail(where, ("the result store %s is not a version %d store (a JSON list; remove it to start over)"):format(path, M.VERSION))
-  end
-  if doc.version == nil or doc.version < M.VERSION then
+  if doc.version == nil and #doc > 0 then return nil, "a JSON list, not a store" end
+  if doc.version == nil or doc.version < M.VERSION then   -- unsealed entries of versions 1 and 2
     local n = 0
-    for _ in pairs(doc.version and (doc.entries or {}) or doc) do n = n + 1 end
-    empty.damaged, empty.old = n, true
-    return empty
+    for _ in pairs(doc.version and (type(doc.entries) == "table" and doc.entries or {}) or doc) do n = n + 1 end
+    return { entries = {}, runs = {}, damaged = n, old = true }
   end
   if doc.version > M.VERSION or type(doc.entries) ~= "table" or type(doc.runs) ~= "table" then
-    util.fail(where, ("the result store %s is not a version %d store (version %s; remove it to start over)"):format(
-      path, M.VERSION, util.describe(doc.version)))
+    return nil, ("not a version %d store (version %s)"):format(M.VERSION, util.describe(doc.version))
   end
-  local s = { entries = {}, runs = doc.runs, damaged = 0, path = path }
+  local s = { entries = {}, runs = {}, damaged = 0 }
   for k, e in pairs(doc.entries) do
-    if intact(e) then s.entries[k] = e else s.damaged = s.damaged + 1 end
+    if type(k) == "string" and trusted(e) then s.entries[k] = e else s.damaged = s.damaged + 1 end
+  end
+  for k, run in pairs(doc.runs) do
+    if type(k) == "string" and type(run) == "table" and type(run.keys) == "table" then s.runs[k] = run end
   end
   return s
 end
 
--- Write the store. Quietly nothing with CUASYNC_CACHE=0 or without dkjson (load could not read
--- the store, so writing would drop it unread; the sweep then measures every time)
--- measures every time); a write that fails says so once on stderr (the rows are in S.rows).
-local warned = false
-function M.save(name, s)
-  if os.getenv("CUASYNC_CACHE") == "0" or not pcall(json.lib) then return end
-  local ok, why = cache.write_atomic(M.path(name), json.encode({ version = M.VERSION, entries = s.entries, runs = s.runs }))
-  if not ok and not warned then
-    warned = true
-    io.stderr:write("cuasync.sweep: the result store ", M.path(name), " was not written: ", tostring(why), "\n")
+-- The store of sweep `name`: { entries, runs, damaged = n (entries not trusted), path,
+-- problem = why it cannot be used (then it is empty, and a sweep says so and measures) }.
+function M.load(name)
+  local path = M.path(name)
+  local empty = { entries = {}, runs = {}, damaged = 0, path = path }
+  if os.getenv("CUASYNC_CACHE") == "0" then return empty end
+  if not pcall(json.lib) then
+    empty.problem = "dkjson is missing (apt-get install lua-dkjson): results are not kept between runs"
+    return empty
   end
+  local kind = cache.file_kind(path)
+  if kind == "missing" then return empty end
+  if kind ~= "file" then
+    empty.problem = ("the result store %s is not a file: results are not kept (remove it, or set CUASYNC_CACHE_DIR elsewhere)"):format(path)
+    return empty
+  end
+  local s, why = read(path)
+  if not s then
+    empty.problem = ("the result store %s is %s: the next sweep's results set it aside"):format(path, why)
+    return empty
+  end
+  s.path = path
+  return s
+end
+
+-- Write this run's results into the store: under a lock, the file is read again and `changes`
+-- ({ entries = { [key] = sealed row }, runs = { [device key] = run } }) are put over what is
+-- there, so concurrent sweeps of one name keep each other's rows. A file there that is not a
+-- store is renamed aside (PATH.unreadable.N), never overwritten unread. Returns nil, or a note
+-- saying why nothing was kept or what was set aside.
+function M.save(name, changes)
+  if os.getenv("CUASYNC_CACHE") == "0" or not pcall(json.lib) then return nil end
+  local path = M.path(name)
+  local dir = path:match("^(.*)/[^/]*$")
+  if C.cuasync_fs_mkdirs(dir, errbuf, ERRLEN) ~= 0 then
+    return ("the result store was not written: %s (this run's rows are in S.rows and its reports)"):format(native.message())
+  end
+  local fd = ffi.new("int[1]")
+  if C.cuasync_fs_lock(path .. ".lock", fd, errbuf, ERRLEN) ~= 0 then
+    return ("the result store was not written: %s (this run's rows are in S.rows and its reports)"):format(native.message())
+  end
+  local ok, note = pcall(function()
+    local kind, s, why, aside = cache.file_kind(path), nil, nil, nil
+    if kind == "file" then s, why = read(path) end
+    if kind == "other" then
+      return ("the result store %s is not a file: results are not kept (remove it, or set CUASYNC_CACHE_DIR elsewhere)"):format(path)
+    end
+    if kind == "file" and not s then
+      for n = 1, 1000 do
+        aside = ("%s.unreadable.%d"):format(path, n)
+        if cache.file_kind(aside) == "missing" then break end
+      end
+      if not os.rename(path, aside) then
+        return ("the result store %s is %s and could not be set aside: results are not kept"):format(path, why)
+      end
+    end
+    s = s or { entries = {}, runs = {} }
+    for k, e in pairs(changes.entries or {}) do s.entries[k] = e end
+    for k, run in pairs(changes.runs or {}) do s.runs[k] = run end
+    local okw, werr = cache.write_atomic(path, json.encode({ version = M.VERSION, entries = s.entries, runs = s.runs }))
+    if not okw then return ("the result store %s was not written: %s"):format(path, tostring(werr)) end
+    if aside then return ("the result store %s was %s: moved to %s, and a new store started"):format(path, why, aside) end
+  end)
+  C.cuasync_fs_unlock(fd[0])
+  if not ok then return ("the result store was not written: %s"):format(tostring(note)) end
+  return note
 end
 
 -- cuasync.sweep.best(name[, { device = dev }]) -> params, row | nil, why: the best verified
@@ -116,7 +175,8 @@ function M.best(name, opts)
   local key = "host"
   if dev == nil and device.available() then dev = device.current() end
   if dev ~= nil then key = M.device_key(dev) end
-  local store = M.load("sweep.best", name)
+  local store = M.load(name)
+  if store.problem then return nil, store.problem end
   local run = store.runs[key]
   if not run or type(run.keys) ~= "table" then
     if next(store.entries) == nil then
