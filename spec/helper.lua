@@ -63,10 +63,19 @@ function H.sh(cmd)
   return (out:gsub("rc=%d+%s*$", "")), tonumber(out:match("rc=(%d+)%s*$"))
 end
 
--- A fresh, empty directory.
+-- A fresh, empty directory, under one root per spec process that is removed when the process
+-- closes its Lua state (busted exits with os.exit(code, true): finalizers run), so a suite run
+-- leaves nothing in /tmp.
+local root, made = nil, 0
 function H.tmpdir()
-  local d = os.tmpname()
-  os.remove(d)
+  if not root then
+    root = os.tmpname()
+    os.remove(root)
+    local quoted = "'" .. root .. "'"
+    H.sweeper = ffi.gc(ffi.new("char[1]"), function() os.execute("rm -rf " .. quoted) end)
+  end
+  made = made + 1
+  local d = ("%s/d%d"):format(root, made)
   local rc = os.execute("mkdir -p " .. d)
   assert(rc == 0 or rc == true, "mkdir -p " .. d .. " failed")
   return d

@@ -272,7 +272,7 @@ describe("sweep bad input", function()
     assert.has_error(function() S:run{ budget = { points = 0 } } end, "cuasync.sweep.run: budget.points must be a positive integer (got 0)")
     assert.has_error(function() S:run{ budget = { seconds = -1 } } end, "cuasync.sweep.run: budget.seconds must be a positive number (got -1)")
     assert.has_error(function() S:run{ budget = {} } end, "cuasync.sweep.run: budget must give points, seconds or both")
-    assert.has_error(function() S:run{ seed = 1.5 } end, "cuasync.sweep.run: seed must be an integer (got 1.5)")
+    assert.has_error(function() S:run{ seed = 1.5 } end, "cuasync.sweep.run: seed must be an integer in 0..2147483648 (got 1.5)")
     assert.has_error(function() sweep{ name = "bad", params = { n = { 1 } }, build = b, strategy = "x" } end,
       'cuasync.sweep: strategy must be one of exhaustive, random, local, replay (got "x")')
     assert.has_error(function() require("cuasync").probe.memory(5) end, "cuasync.probe.memory: dev must be a cuasync.device() (got 5)")

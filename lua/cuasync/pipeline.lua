@@ -93,15 +93,25 @@ function Pipeline:check(dev)
   if type(dev) ~= "table" or type(dev.smem_optin) ~= "number" then
     fail(('check\'s argument must be a cuasync device or "sm_90" (got %s)'):format(util.describe(dev)))
   end
+  -- a hand-made device table: every limit it gives must be a count (NaN would pass every test)
+  for _, f in ipairs({ "smem_optin", "reserved_smem_per_block", "max_threads_per_block", "cc" }) do
+    local v = dev[f]
+    if v ~= nil and (not util.is_integer(v) or v < 0) then
+      fail(("check's device.%s must be a non-negative integer (got %s)"):format(f, util.describe(v)))
+    end
+  end
   if self.kind == "cp_async" and dev.cc and dev.cc < 80 then
     fail(("pipeline '%s' copies with cp.async, which needs sm_80 or newer; %s is sm_%d"):format(self.name, dev.name or "the device", dev.cc))
   end
   local optin, reserved = dev.smem_optin, dev.reserved_smem_per_block or 0
   if self.smem_bytes > optin then
+    -- what does not grow with the stages: the alignment slack and the scratch region (with its
+    -- own alignment); what does: the stage buffer and its two barriers
     local per_stage = self.pitch + 16
-    fail(("pipeline '%s' needs %d bytes of dynamic shared memory (%d stages x %d + barriers and slack) but %s allows %d per block (smem_optin; the system reserves %d more per block): %d bytes over; each stage takes %d, so at most %d stages fit"):format(
-      self.name, self.smem_bytes, self.stages, self.pitch, dev.name or "the device", optin, reserved,
-      self.smem_bytes - optin, per_stage, math.max(0, math.floor((optin - self.slack) / per_stage))))
+    local fixed = self.smem_bytes - self.stages * per_stage
+    fail(("pipeline '%s' needs %d bytes of dynamic shared memory (%d stages x %d + barriers%s and slack) but %s allows %d per block (smem_optin; the system reserves %d more per block): %d bytes over; each stage takes %d, so at most %d stages fit"):format(
+      self.name, self.smem_bytes, self.stages, self.pitch, (self.scratch_bytes or 0) > 0 and (" + %d B scratch"):format(self.scratch_bytes) or "",
+      dev.name or "the device", optin, reserved, self.smem_bytes - optin, per_stage, math.max(0, math.floor((optin - fixed) / per_stage))))
   end
   if dev.max_threads_per_block and self.block > dev.max_threads_per_block then
     fail(("pipeline '%s' needs %d threads per block; the device allows %d"):format(self.name, self.block,

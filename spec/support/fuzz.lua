@@ -132,6 +132,10 @@ local TARGETS = {
       "seed", "runs", "bound", "async", "max_steps" })) end },
 }
 
+-- the layers added after the core: random, known-bad and result-checked calls
+local layers, more = require("support.fuzz_layers")(R, value, record)
+for _, t in ipairs(more) do TARGETS[#TARGETS + 1] = t end
+
 local LIMIT_S, MAX_MSG = 5, 8192
 local deadline = math.huge
 debug.sethook(function() if os.clock() > deadline then error("FUZZ-HANG", 0) end end, "", 10000)
@@ -167,5 +171,8 @@ for i = 1, calls do
 end
 debug.sethook()
 for _, v in pairs(firsts) do print("FIRST " .. v) end
+for _, v in pairs(layers.firsts) do print("FIRST " .. v) end
 print(("fuzz seed %d: %d calls in %.1f s: %d returned, %d clean errors, %d raw errors, %d over-long messages, %d hangs, 0 crashes"):format(
   seed, calls, os.clock() - t0, counts.returned, counts.clean, counts.raw, counts.long, counts.hang))
+print(("fuzz layers: %d known-bad inputs refused, %d silent acceptances; %d results checked (%d plan headers compiled), %d wrong results"):format(
+  layers.bad, layers.silent, layers.checked, layers.compiled or 0, layers.wrong))

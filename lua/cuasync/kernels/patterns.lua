@@ -203,6 +203,10 @@ local function host(name, p, need, esize)
   local ty = tostring(ffi.typeof(p))
   if ty:match("%*>$") then
     if p == nil then fail(("verify: %s is a NULL pointer"):format(name)) end
+    -- read element by element: it must point to 4-byte numbers, not void or structs
+    if not (ty:match("^ctype<[%w ]-unsigned int %*>$") or ty:match("^ctype<[%w ]-int %*>$") or ty:match("^ctype<[%w ]-float %*>$")) then
+      fail(("verify: %s must point to uint32_t, int32_t or float elements (got %s): cast it, e.g. ffi.cast(\"uint32_t *\", p)"):format(name, ty))
+    end
     return
   end
   if not ty:match("%]>$") then fail(("verify: %s must be a host array or pointer (got %s)"):format(name, ty)) end

@@ -49,12 +49,14 @@ function Layout:swizzle(o)
   return bit.bxor(o, bit.lshift(bit.band(bit.rshift(o, 7), m), 4))
 end
 
-local function cell(L, where, col, row)
+-- what: how the message names the pair ("col"/"row", or "cells[3]'s col" for bank_conflicts)
+local function cell(L, where, col, row, what)
+  local c, r = what and (what .. "[1] (col)") or "col", what and (what .. "[2] (row)") or "row"
   if not util.is_integer(col) or col < 0 or col >= L.cols then
-    fail(where, ("col must be an integer in 0..%d (got %s)"):format(L.cols - 1, util.describe(col)))
+    fail(where, ("%s must be an integer in 0..%d, the box's columns (got %s)"):format(c, L.cols - 1, util.describe(col)))
   end
   if not util.is_integer(row) or row < 0 or row >= L.rows then
-    fail(where, ("row must be an integer in 0..%d (got %s)"):format(L.rows - 1, util.describe(row)))
+    fail(where, ("%s must be an integer in 0..%d, the box's rows (got %s)"):format(r, L.rows - 1, util.describe(row)))
   end
 end
 
@@ -84,6 +86,7 @@ function Layout:bank_conflicts(cells)
     if type(c) ~= "table" then
       fail("bank_conflicts", ("cells[%d] must be a table {col, row} (got %s)"):format(i, type(c)))
     end
+    cell(self, "bank_conflicts", c[1], c[2], ("cells[%d]"):format(i))
   end
   local words, worst = {}, 0
   for _, c in ipairs(cells) do

@@ -92,6 +92,7 @@ function M.layout(dt, dims, strides, size, align)
     fail(("dims[1] = %d is not a multiple of %d (%s counts single values)"):format(dims[1], dt.dim_multiple,
          "a packed type"))
   end
+  local derived = strides == nil
   if strides == nil then
     strides = {}
     local s = M.global_bytes(dt, dims[1])   -- packed exactly: padding is the caller's to state
@@ -103,7 +104,10 @@ function M.layout(dt, dims, strides, size, align)
   M.int_list("strides", strides, rank - 1, 1, 2 ^ 40 - 1, ("a rank-%d tensor has %d (dimensions 2..%d, in bytes)"):format(rank, rank - 1, rank))
   local span = M.global_bytes(dt, dims[1])
   for i = 1, rank - 1 do
-    if strides[i] % align ~= 0 then
+    if strides[i] % align ~= 0 and derived then   -- the user gave dims, not strides: say so
+      fail(("dims[1] = %d makes rows of %d bytes, and the packed strides derived from dims (none were given) must be multiples of %d bytes: give strides (a padded pitch), or make dims[1] x element size a multiple of %d"):format(
+           dims[1], M.global_bytes(dt, dims[1]), align, align))
+    elseif strides[i] % align ~= 0 then
       fail(("strides[%d] = %d is not a multiple of %d bytes"):format(i, strides[i], align))
     end
     if strides[i] < span then

@@ -32,7 +32,7 @@ end
 function M.read(path)
   util.cstring("sweep.merge", "path", path)
   local doc, why = json.decode_file(path)
-  local function bad(what) util.fail("sweep.merge", ("%s is not a sweep's JSON (%s)"):format(path, what)) end
+  local function bad(what) util.fail("sweep.merge", ("%s is not a sweep's JSON (%s)"):format(util.describe(path, 200), what)) end
   if type(doc) ~= "table" then bad(why or ("a JSON " .. type(doc))) end
   if type(doc.name) ~= "string" then bad("no sweep name") end
   if not is_list(doc.order) or #doc.order == 0 then bad("no order: the list of its parameters") end

@@ -39,9 +39,7 @@ function M.check(where, t)
       util.fail(where, ("budget.seconds must be a positive number (got %s)"):format(util.describe(s)))
     end
   end
-  if t.seed ~= nil and not util.is_integer(t.seed) then
-    util.fail(where, ("seed must be an integer (got %s)"):format(util.describe(t.seed)))
-  end
+  if t.seed ~= nil then util.int_in(where, "seed", t.seed, 0, 2 ^ 31) end
   return t
 end
 
@@ -153,6 +151,9 @@ function M.options(where, o)
   util.known_fields(where, o, { jobs = true, gpus = true, force = true, shard = true, quiet = true, strategy = true,
                                 budget = true, seed = true, replay = true, slurm = true })
   M.check(where, o)
+  for _, f in ipairs({ "force", "quiet", "replay" }) do
+    if o[f] ~= nil and type(o[f]) ~= "boolean" then util.fail(where, ("%s must be true or false (got %s)"):format(f, util.describe(o[f]))) end
+  end
   local jobs = util.int_in(where, "jobs", o.jobs or M.default_jobs(), 1, 256)
   return jobs, parse_shard(where, o.shard)
 end

@@ -17,6 +17,9 @@ local function check_values(where, k, vs)
     if not is_scalar(v) then
       util.fail(where, ("params.%s[%d] must be a number, string or boolean (got %s)"):format(k, i, type(v)))
     end
+    if type(v) == "number" and (v ~= v or v == math.huge or v == -math.huge) then
+      util.fail(where, ("params.%s[%d] is %s: a parameter value must be finite (it names the point in files)"):format(k, i, util.describe(v)))
+    end
   end
 end
 

@@ -164,7 +164,7 @@ function M.best(name, opts)
   if name:find("[/%z]") or name == "" or name:sub(1, 1) == "." then
     util.fail("sweep.best", ("name %s is not a sweep name (no '/', not empty, not starting with '.')"):format(util.describe(name)))
   end
-  if opts ~= nil then
+  if not rawequal(opts, nil) then   -- a NULL cdata is == nil, but it was given
     util.kind("sweep.best", "opts", opts, "table")
     util.known_fields("sweep.best", opts, { device = true })
   end
