@@ -153,4 +153,28 @@ describe("sweep store faults", function()
     assert.equal(200, n)
     assert.is_nil(H.sh("ls " .. dir .. "/sweeps"):find("%.tmp"))
   end)
+
+  it("loses no point when a compile worker is killed mid-sweep: the main process compiles its points, a note says so", function()
+    local dir = H.tmpdir()
+    local script = dir .. "/k.lua"
+    write(script, [[
+      package.path = "lua/?.lua;lua/?/init.lua;" .. package.path
+      package.cpath = "build/?.so;" .. package.cpath
+      local cuasync = require("cuasync")
+      local S = cuasync.sweep{ name = "killed", host = true, rounds = 1, reps = 1, params = { stages = { 1, 2, 3, 4 }, chunk = { 1024, 2048 } },
+        program = function(p)
+          -- the worker that gets stages = 3 dies there, as if killed
+          if os.getenv("CUASYNC_SWEEP_WORKER") and p.stages == 3 then os.exit(137) end
+          return cuasync.program{ file = "copy_bulk.cu", arch = "sm_90a", defines = { STAGES = p.stages, CHUNK = p.chunk } }
+        end,
+        build = function(p) return { run = function() end, bytes = p.chunk } end }
+      S:run{ jobs = 2, quiet = true, force = true }
+      local kinds = {}
+      for _, r in ipairs(S.rows) do kinds[r.kind] = (kinds[r.kind] or 0) + 1 end
+      print("ROWS", #S.rows, kinds.measured, table.concat(S.notes or {}, " | "))
+    ]])
+    local out = H.sh(("CUASYNC_CUDA_LIB=/nonexistent CUASYNC_CACHE_DIR=%s luajit %s"):format(dir, script))
+    assert.truthy(out:find("ROWS\t8\t8\t", 1, true), out)
+    assert.truthy(out:find("compile worker %d ended %(exit 137%) during a batch; the main process compiled its points"), out)
+  end)
 end)

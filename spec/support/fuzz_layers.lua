@@ -169,6 +169,10 @@ return function(R, value, record)
           return S:write(value(), value(), value())
         end
         if k == 5 then return cuasync.program{ source = 'extern "C" __global__ void k() {}', watchdog = value() } end
+        if k == 6 and R(2) == 1 then
+          local S = cuasync.sweep(sweep_spec())
+          return S:knee(R(3) == 1 and value() or record({ "x", "series", "memory" }))
+        end
         return cuasync.is_hang(value())
       end },
   }
