@@ -53,7 +53,7 @@ describe("sweep store faults", function()
         print("AGAIN", builds)
       ]], { CUASYNC_CACHE_DIR = dir })
       local builds = out:match("BUILDS\t(%d+)")
-      assert.truthy(builds == "3" or builds == "4", out)   -- 4: the winner re-measured alone
+      assert.truthy(tonumber(builds) >= 3, out)   -- and one more per winner re-measured alone
       assert.truthy(out:find("note: the result store " .. path .. " was ", 1, true), out)
       local _, notes = out:gsub("note: ", "")
       assert.equal(1, notes, out)
