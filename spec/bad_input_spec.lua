@@ -215,7 +215,7 @@ describe("bad input", function()
       io.open(b .. "/f", "w"):write("x")
       print("DIRS", a, b)
       os.exit(0, true)   -- as busted ends
-    ]], { CUASYNC_CUDA_LIB = "/nonexistent/libcuda.so.1" }, 60)
+    ]], { CUASYNC_CUDA_LIB = "/nonexistent/libcuda.so.1", CUASYNC_REQUIRE_GPU = "0" }, 60)
     assert.is_true(ok, out)
     local a, b = out:match("DIRS\t(%S+)\t(%S+)")
     assert.truthy(a and b, out)
