@@ -41,11 +41,17 @@ S:run{ gpus = o.gpus == "all" and "all" or list(o.gpus), slurm = o.slurm > 0 and
   gpus_per_task = o["slurm-gpus"], dir = o["slurm-dir"] ~= "" and o["slurm-dir"] or nil, poll_s = 0.5 } or nil }:print()
 -- where extra stages stop paying, beside what Little's law predicts from the memory probe
 local mem = S.best and cuasync.probe.memory(cuasync.current_device()) or nil
-print(S.best and S:knee{ x = "stages", series = { "inflight", "rows", "warps" }, memory = mem }:text()
-      or "knee: no measured rows (launches skipped)")
+if S.best then print(S:knee{ x = "stages", series = { "inflight", "rows", "warps" }, memory = mem }:text()) end
 if o.out ~= "" then
+  os.execute("mkdir -p " .. require("cuasync.tools.isolate").shell_quote(o.out))   -- --out is made if missing
   print("wrote " .. S:csv(o.out .. "/pipeline_tma.csv") .. ", " .. S:json(o.out .. "/pipeline_tma.json") .. ", "
         .. S:write("t4", o.out .. "/pipeline_tma.t4.json"))
-  local ok, err = pcall(S.plot, S, o.out .. "/pipeline_tma.png", { x = "stages", series = "rows" })
-  print(ok and ("plot: " .. err) or tostring(err))
+  if S.best then   -- a plot needs measured rows; without them it is a note, not an error
+    local ok, err = pcall(S.plot, S, o.out .. "/pipeline_tma.png", { x = "stages", series = "rows" })
+    print(ok and ("plot: " .. err) or ("plot: not drawn (" .. tostring(err):gsub("^[^\n]-: ", "", 1) .. ")"))
+  end
 end
+local compiled = 0
+for _, r in ipairs(S.rows) do if r.compile_ms then compiled = compiled + 1 end end
+print(S.skipped_launches and ("done: %d variants compiled; nothing launched, so no knee and no plot (%s)"):format(compiled, S.skipped_launches)
+      or ("done: %d variants, best %s"):format(#S.rows, S.best and S:label(S.best.params) or "none"))

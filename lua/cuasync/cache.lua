@@ -44,14 +44,23 @@ function M.key(parts)
   return M.sha256(table.concat(out, "\0"))
 end
 
-local FIELDS = { "ptx", "cubin", "log", "lowered", "nvrtc" }
+local FIELDS = { "ptx", "cubin", "log", "lowered", "nvrtc", "resources" }
+-- ptxas' report per kernel (compiler.report), one line each: name and these numbers
+local RES = { "registers", "static_smem", "stack", "spill_stores", "spill_loads", "barriers" }
 
 local function encode(entry)
   local lowered = {}
   for expr, name in pairs(entry.lowered) do lowered[#lowered + 1] = expr .. "\0" .. name end
   table.sort(lowered)
+  local res = {}
+  for k, r in pairs(entry.resources or {}) do
+    local line = { k }
+    for _, f in ipairs(RES) do line[#line + 1] = tostring(r[f] or 0) end
+    res[#res + 1] = table.concat(line, " ")
+  end
+  table.sort(res)
   local values = { ptx = entry.ptx or "", cubin = entry.cubin or "", log = entry.log or "",
-                   lowered = table.concat(lowered, "\0"), nvrtc = entry.nvrtc or "" }
+                   lowered = table.concat(lowered, "\0"), nvrtc = entry.nvrtc or "", resources = table.concat(res, "\n") }
   local out = {}
   for _, f in ipairs(FIELDS) do out[#out + 1] = f .. " " .. #values[f] .. "\n" .. values[f] .. "\n" end
   return table.concat(out)
@@ -66,7 +75,16 @@ local function decode(payload)
     local value = payload:sub(nl, nl + len - 1)
     if #value ~= len or payload:sub(nl + len, nl + len) ~= "\n" then return nil end
     pos = nl + len + 1
-    if f == "lowered" then
+    if f == "resources" then
+      entry.resources = {}
+      for line in value:gmatch("[^\n]+") do
+        local words = {}
+        for w in line:gmatch("%S+") do words[#words + 1] = w end
+        local r = {}
+        for i, name in ipairs(RES) do r[name] = tonumber(words[i + 1]) or 0 end
+        entry.resources[words[1]] = r
+      end
+    elseif f == "lowered" then
       local parts = {}
       for s in (value .. "\0"):gmatch("([^%z]*)%z") do parts[#parts + 1] = s end
       if value ~= "" then

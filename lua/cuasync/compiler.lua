@@ -13,12 +13,50 @@ local C, errbuf, ERRLEN = native.C, native.errbuf, native.ERRLEN
 
 local M = {}
 
+-- ptxas' resource report (registers, shared memory, stack, spills per kernel) comes with every
+-- cubin: M.report splits it out of the log into entry.resources, so a clean compile's log stays
+-- "" and prog:resources() needs no GPU and no second compile.
+local REPORT = "--ptxas-options=-v"
+local function report_option(opts, arch)
+  if arch:match("^sm_") then opts[#opts + 1] = REPORT end
+end
+
 function M.options(p, arch)
   local opts = { "-arch=" .. arch, "-std=c++17", "-D__CUASYNC__=1" }
   for _, d in ipairs(toolkit.cuda_includes()) do opts[#opts + 1] = "-I" .. d end
   for _, k in ipairs(p.define_names) do opts[#opts + 1] = "-D" .. k .. "=" .. p.defines[k] end
-  for _, o in ipairs(p.options) do opts[#opts + 1] = o end
+  for _, o in ipairs(p.options) do if o ~= REPORT then opts[#opts + 1] = o end end
+  report_option(opts, arch)
   return opts
+end
+
+-- The log without ptxas' "info" lines, and the report they held:
+-- { [kernel] = { registers, static_smem, stack, spill_stores, spill_loads, barriers } }.
+function M.report(log)
+  local rest, res, cur, props = {}, {}, nil, nil
+  for line in (log .. "\n"):gmatch("([^\n]*)\n") do
+    local info = line:match("^ptxas info%s*: (.*)$") or line:match("^ptxas%s+%.%s+(.*)$")
+    if info then
+      local entry = info:match("^Compiling entry function '([^']+)'")
+      if entry then cur = { registers = 0, static_smem = 0, stack = 0, spill_stores = 0, spill_loads = 0, barriers = 0 } res[entry] = cur end
+      local fn = info:match("^Function properties for (%S+)")
+      if fn then props = res[fn] end
+      if props and info:match("bytes stack frame") then
+        props.stack = tonumber(info:match("(%d+) bytes stack frame")) or 0
+        props.spill_stores = tonumber(info:match("(%d+) bytes spill stores")) or 0
+        props.spill_loads = tonumber(info:match("(%d+) bytes spill loads")) or 0
+      end
+      if cur and info:match("^Used %d+ registers") then
+        cur.registers = tonumber(info:match("^Used (%d+) registers"))
+        cur.static_smem = tonumber(info:match("(%d+) bytes smem")) or 0
+        cur.barriers = tonumber(info:match("used (%d+) barriers")) or 0
+        cur = nil
+      end
+    else
+      rest[#rest + 1] = line
+    end
+  end
+  return (table.concat(rest, "\n"):gsub("^\n+", ""):gsub("\n+$", "")), res
 end
 
 local function strings(list)
@@ -62,7 +100,8 @@ end
 function M.key(p, arch)
   local hdr = toolkit.device_headers()
   local opts = M.options(p, arch)
-  local parts = { "cuasync " .. native.version, toolkit.nvrtc_identity(), arch, p.name, "s:" .. digest(p.source),
+  -- "report": entries hold resources split from the log (compiler.report); older ones do not
+  local parts = { "cuasync " .. native.version, "report", toolkit.nvrtc_identity(), arch, p.name, "s:" .. digest(p.source),
                   "d:" .. hdr.digest }
   for i, n in ipairs(p.headers.names) do parts[#parts + 1] = "h:" .. n; parts[#parts + 1] = digest(p.headers.sources[i]) end
   for _, o in ipairs(opts) do parts[#parts + 1] = "o:" .. o end
@@ -158,11 +197,30 @@ function M.pch_form(p, arch)
   for _, k in ipairs(p.define_names) do
     if kept[k] then opts[#opts + 1] = "-D" .. k .. "=" .. p.defines[k] end
   end
-  for _, o in ipairs(p.options) do opts[#opts + 1] = o end
+  for _, o in ipairs(p.options) do if o ~= REPORT then opts[#opts + 1] = o end end
+  report_option(opts, arch)
   -- NVRTC's PCH messages stay out of the log unless asked for (CUASYNC_PCH=verbose)
   local say = os.getenv("CUASYNC_PCH") == "verbose" and "true" or "false"
   for _, o in ipairs({ "-pch", "--pch-dir=" .. dir, "--pch-verbose=" .. say, "--pch-messages=" .. say }) do opts[#opts + 1] = o end
   return { source = source, options = opts }
+end
+
+-- Each kernel's resources from ptxas' report (no GPU, no second compile; see compiler.report):
+-- { [kernel] = { registers, static_smem, stack, spill_stores, spill_loads, barriers } }, or
+-- an empty table and why for a PTX-only build (arch compute_XX: ptxas did not run).
+function M.resources(entry, arch)
+  local out = {}
+  for k, r in pairs(entry.resources or {}) do
+    out[k] = {}
+    for f, v in pairs(r) do out[k][f] = v end
+  end
+  if next(out) == nil and not entry.cubin then
+    return out, ("no cubin for %s: ptxas did not run, so there is no resource report"):format(arch)
+  end
+  if entry.resources == nil then
+    return out, "the cached entry predates resource reports (compile with CUASYNC_CACHE=0 once)"
+  end
+  return out
 end
 
 -- build(p, arch) -> cache entry { ptx, cubin, log, lowered, nvrtc }, key
@@ -195,7 +253,7 @@ function M.build(p, arch)
   compiled = ffi.gc(compiled, C.cuasync_compiled_free)
   cache.stats.nvrtc = cache.stats.nvrtc + 1
   local len = ffi.new("size_t[1]")
-  local log = ffi.string(C.cuasync_compiled_log(compiled, len), len[0])
+  local log, resources = M.report(ffi.string(C.cuasync_compiled_log(compiled, len), len[0]))
   if rc ~= 0 then
     util.fail("program", ("%s failed to compile for %s (%s)\n%s\n%s"):format(p.name, arch, msg,
               log, M.failing_lines(p.name, p.source, log)))
@@ -205,7 +263,7 @@ function M.build(p, arch)
     return b ~= nil and ffi.string(b, len[0]) or nil
   end
   entry = { ptx = blob(C.cuasync_compiled_ptx), cubin = blob(C.cuasync_compiled_cubin), log = log,
-            lowered = {} }
+            lowered = {}, resources = resources }
   for i, e in ipairs(p.expressions) do
     local l = C.cuasync_compiled_lowered(compiled, i - 1)
     if l == nil then util.fail("program", ("no lowered name for expression '%s' in %s"):format(e, p.name)) end

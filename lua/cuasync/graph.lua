@@ -169,7 +169,9 @@ function M.new(fn, opts)
       util.describe(s)))
   end
   local ok, why = pcall(device.current)
-  if not ok then util.fail("graph", ("a graph needs a GPU: %s"):format(tostring(why))) end
+  if not ok then   -- the reason without its position and name (this message names the call)
+    util.fail("graph", ("a graph needs a GPU: %s"):format((tostring(why):gsub("^[^\n]-: cuasync[%.%w_]*: ", "", 1))))
+  end
   no_nesting("graph")   -- before a stream is made for it
   s = s or streams.stream()
   streams.handle(s)

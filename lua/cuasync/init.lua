@@ -3,6 +3,7 @@
 -- The core (lua/cuasync/*.lua) never requires tools/ or kernels/: their names below load on first
 -- use, so `require("cuasync")` stays the core alone.
 local native = require("cuasync.native")
+local util = require("cuasync.util")
 local watchdog = require("cuasync.watchdog")
 local cancel = require("cuasync.cancel")
 local pipeline = require("cuasync.pipeline")
@@ -60,6 +61,10 @@ local M = {
   is_cancelled = cancel.is_cancelled,
   driver_symbol = device.driver_symbol,
 }
+
+-- the façade's functions by name, so that a missing driver names the call (util.entry_name)
+for k, v in pairs(M) do if type(v) == "function" and not util.public[v] then util.public[v] = k end end
+for k, v in pairs(M.model) do if type(v) == "function" then util.public[v] = "model." .. k end end
 
 -- Names loaded on first use: name -> { module, field (nil: the module itself) }.
 local LAZY = {

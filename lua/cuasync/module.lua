@@ -8,6 +8,7 @@ local buffer = require("cuasync.buffer")
 local signature = require("cuasync.signature")
 local kernel = require("cuasync.kernel")
 local watchdog = require("cuasync.watchdog")
+local compiler = require("cuasync.compiler")
 require("cuasync.cdef.module")
 
 local C, errbuf, ERRLEN = native.C, native.errbuf, native.ERRLEN
@@ -91,6 +92,7 @@ end
 function Module:ptx() return self.entry.ptx end
 function Module:cubin() return self.entry.cubin end
 function Module:log() return self.entry.log or "" end   -- "" for a compile that said nothing
+function Module:resources() return compiler.resources(self.entry, self.arch) end
 
 function Module:close()
   for v in pairs(self.views) do v.ptr = 0 end

@@ -94,6 +94,10 @@ M.state = { generation = 0 }
 function M.check(rc)
   if rc == 0 then return end
   if rc == C.CUASYNC_E_DRIVER then error(M.driver_error(ffi.string(errbuf), C.cuasync_last_cu_status()), 0) end
+  -- no driver (or NVRTC) here: named by the call the user made, at their line
+  if rc == C.CUASYNC_E_NODRIVER or rc == C.CUASYNC_E_NONVRTC then
+    util.fail(util.entry_name() or "native", ffi.string(errbuf))
+  end
   error(ffi.string(errbuf), 0)
 end
 

@@ -86,12 +86,13 @@ function Pipeline:__tostring()
 end
 
 -- P:check(dev): raises naming the limit the plan breaks on this device; returns the plan.
--- dev may be "sm_90" (cuasync.limits.sm_90: checks a plan where no GPU is present).
+-- dev may be an architecture, "sm_90" or "sm_90a" (cuasync.limits.sm_90), or a limits table of
+-- the same fields (cuasync.limits.sm_90 edited): it checks a plan where no GPU is present.
 function Pipeline:check(dev)
-  if dev == nil then dev = device.current() end
-  if dev == "sm_90" then dev = rules.sm_90 end
+  if rawequal(dev, nil) then dev = device.current() end
+  if dev == "sm_90" or dev == "sm_90a" then dev = rules.sm_90 end
   if type(dev) ~= "table" or type(dev.smem_optin) ~= "number" then
-    fail(('check\'s argument must be a cuasync device or "sm_90" (got %s)'):format(util.describe(dev)))
+    fail(('check\'s argument must be a cuasync device, "sm_90", "sm_90a" or a limits table like cuasync.limits.sm_90 (got %s)'):format(util.describe(dev)))
   end
   -- a hand-made device table: every limit it gives must be a count (NaN would pass every test)
   for _, f in ipairs({ "smem_optin", "reserved_smem_per_block", "max_threads_per_block", "cc" }) do

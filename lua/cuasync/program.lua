@@ -188,6 +188,12 @@ function Program:log()
   return (self.entry or self:build()).log
 end
 
+-- prog:resources(): each kernel's registers, shared memory, stack and spills (compiler.resources)
+function Program:resources()
+  local entry = self.entry or self:build()
+  return compiler.resources(entry, self:arch())
+end
+
 M.Program = Program
 util.methods(Program, "program", "prog")
 

@@ -25,6 +25,22 @@ function M.user_level()
   end
 end
 
+-- Public functions by their public name ("alloc", "program.compile"): the façade and
+-- util.methods register them, so a failure deep inside can name the call the user made.
+M.public = setmetatable({}, { __mode = "k" })
+
+-- The public name of the outermost library frame below the user's (the call the user made), or nil.
+function M.entry_name()
+  local level, name = 3, nil
+  while true do
+    local info = debug.getinfo(level, "Sf")
+    if not info then return nil end
+    if not library_frame(info.source) then return name end
+    name = M.public[info.func] or name
+    level = level + 1
+  end
+end
+
 -- "file:line" of the user's frame, or nil.
 function M.user_where()
   local level = 3
@@ -156,6 +172,7 @@ function M.methods(class, where, var)
         end
         return f(self, ...)
       end
+      M.public[f], M.public[wrapped[name]] = where .. "." .. name, where .. "." .. name
     end
   end
   for name, w in pairs(wrapped) do class[name] = w end

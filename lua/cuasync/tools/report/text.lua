@@ -20,14 +20,20 @@ function M.text(S)
   local widths = {}
   local cells = {}
   local unit = S.unit
+  local regs = false   -- registers and spills: shown when ptxas reported them (a compiled program)
+  for _, r in ipairs(rows) do if r.registers then regs = true break end end
   local cols = { "status", "ms", unit, "ratio", "compile", "gpu" }
+  if regs then cols[#cols + 1] = "regs" cols[#cols + 1] = "spill" end
   for _, c in ipairs(cols) do head[#head + 1] = c end
   cells[1] = head
   for _, r in ipairs(rows) do
     local line = { tostring(r.index) }
     for _, k in ipairs(order) do line[#line + 1] = fmt_value(r.params[k]) end
     local status = r.kind == "measured" and (r.verified == false and "unverified" or r.slow and "slow"
-                   or r.cached and "cached" or r.remeasured and "ok*" or "ok") or r.kind
+                   or r.cached and "cached" or r.remeasured and "ok*" or "ok")
+                   -- compiled, not launched (no GPU): its compile and resources are what it has
+                   or (r.kind == "skipped" and r.compile_ms and tostring(r.reason):find("^launches skipped") and "compiled")
+                   or r.kind
     line[#line + 1] = status
     line[#line + 1] = r.ms and ("%.4f"):format(r.ms) or "-"
     local v = unit == "TFLOP/s" and r.tflops or r.gbps
@@ -35,6 +41,10 @@ function M.text(S)
     line[#line + 1] = r.ratio and ("%.3f"):format(r.ratio) or "-"
     line[#line + 1] = r.compile_ms and ("%.0f ms %s"):format(r.compile_ms, r.cache or "") or "-"
     line[#line + 1] = r.gpu and tostring(r.gpu) or "-"
+    if regs then
+      line[#line + 1] = r.registers and tostring(r.registers) or "-"
+      line[#line + 1] = r.spills and tostring(r.spills) or "-"
+    end
     cells[#cells + 1] = line
   end
   for _, line in ipairs(cells) do

@@ -7,7 +7,8 @@
 --     program = function(p) return cuasync.program{...} end,     -- compiled in parallel workers
 --     build = function(p) return { run = run, verify = fn, poison = fn, bytes = n, flops = f, inflight = b } end,
 --     baseline = { name = "cuMemcpyDtoD", run = fn, bytes = n }, rounds = 5, reps = 10, timeout_ms = 5000,
---     strategy = "exhaustive", budget = { points = n, seconds = s }, seed = 1, flush_l2 = false }
+--     strategy = "exhaustive", budget = { points = n, seconds = s }, seed = 1, flush_l2 = false,
+--     spills = "keep" | "prune" }
 --   S:run{ jobs = 8, gpus = "all" | {0, 1}, force = false, shard = "1/4", strategy, budget, seed, replay }
 --   S:print()  S:write("csv" | "json" | "t4" | "plot" | "text", path[, opts])  S:knee{ x, series, memory }
 --   S.rows, S.best, S.complete
@@ -29,7 +30,7 @@ Sweep.__index = Sweep
 
 local FIELDS = { name = true, params = true, order = true, where = true, program = true, build = true,
                  baseline = true, rounds = true, reps = true, timeout_ms = true, unit = true, script = true,
-                 host = true, strategy = true, budget = true, seed = true, flush_l2 = true }
+                 host = true, strategy = true, budget = true, seed = true, flush_l2 = true, spills = true }
 local WHERE = "sweep"
 local function fail(msg) util.fail(WHERE, msg) end
 
@@ -76,6 +77,10 @@ function M.new(spec)
     if spec[f] ~= nil and type(spec[f]) ~= "boolean" then fail(("%s must be a boolean (got %s)"):format(f, type(spec[f]))) end
   end
   S.host, S.flush_l2 = spec.host == true, spec.flush_l2 == true
+  if spec.spills ~= nil and spec.spills ~= "prune" and spec.spills ~= "keep" then
+    fail(('spills must be "prune" (a variant that spills to local memory is pruned) or "keep" (got %s)'):format(util.describe(spec.spills)))
+  end
+  S.spills = spec.spills or "keep"
   if S.host and S.flush_l2 then fail("flush_l2 = true flushes a GPU's L2 between reps; a host = true sweep has none") end
   S.defaults = search.check(WHERE, { strategy = spec.strategy, budget = spec.budget, seed = spec.seed })
   S.script = spec.script or util.user_file()
@@ -112,8 +117,7 @@ end
 
 function Sweep:text() return report.handler("text").text(self) end
 function Sweep:print()
-  print(self:text())
-  if self.skipped_launches then print("launches skipped: " .. self.skipped_launches) end
+  print(self:text())   -- skipped launches are said there, once, with the reason
   return self
 end
 
@@ -134,6 +138,20 @@ function M.merge_job(dir)
   local S = M.merge((slurm.shard_paths(dir)))
   print(("merged into %s and %s"):format(S:write("json", dir .. "/" .. S.name .. ".json"), S:write("csv", dir .. "/" .. S.name .. ".csv")))
   S:print()
+end
+
+-- cuasync.sweep.main(): false while `cuasync sweep S.lua` loads the script (the command runs the
+-- sweep it returns), true when the script runs on its own (luajit S.lua, or its workers):
+--   local S = cuasync.sweep{ ... }
+--   if not cuasync.sweep.main() then return S end
+--   S:run():print()
+function M.main() return M.loading == nil end
+
+-- cuasync.sweep.here(): the directory of the script that calls it (its own files, whoever runs
+-- it: luajit, the command, a Slurm task), "." for a chunk that is not a file.
+function M.here()
+  local src = debug.getinfo(2, "S").source
+  return src:sub(1, 1) == "@" and (src:sub(2):match("^(.*)/[^/]*$") or ".") or "."
 end
 
 -- cuasync.sweep.best(name[, { device = dev }]) -> params, row | nil, why (store.lua)

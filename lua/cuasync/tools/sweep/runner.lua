@@ -8,6 +8,7 @@ local watchdog = require("cuasync.watchdog")
 local cancel = require("cuasync.cancel")
 local buffer = require("cuasync.buffer")
 local cache = require("cuasync.cache")
+local compiler = require("cuasync.compiler")
 local native = require("cuasync.native")
 local util = require("cuasync.util")
 local bench = require("cuasync.tools.bench")
@@ -45,10 +46,24 @@ function M.compile_one(prog, arch)
   local t0 = streams.now_ns()
   local pch = prog.pch
   if pch == nil then prog.pch = true end
-  local ok, err = pcall(prog.build, prog, arch)
+  local ok, entry = pcall(prog.build, prog, arch)
   prog.pch = pch
-  if not ok then error(err, 0) end
-  return (streams.now_ns() - t0) / 1e6, cache.stats.nvrtc > before and "miss" or "hit"
+  if not ok then error(entry, 0) end
+  return (streams.now_ns() - t0) / 1e6, cache.stats.nvrtc > before and "miss" or "hit", entry
+end
+
+-- A compiled row's resources from ptxas' report (no GPU needed): r.registers (the most of any
+-- of its kernels) and r.spills (spill stores + loads, bytes, all kernels). With S.spills =
+-- "prune" a variant that spills is pruned, before it is built or timed.
+function M.resources(S, r, entry)
+  local res = entry and compiler.resources(entry, r.prog:arch())
+  if not res or next(res) == nil then return end
+  local regs, spills = 0, 0
+  for _, k in pairs(res) do regs, spills = math.max(regs, k.registers), spills + k.spill_stores + k.spill_loads end
+  r.registers, r.spills = regs, spills
+  if S.spills == "prune" and spills > 0 then
+    r.kind, r.reason = "pruned", ("spills %d bytes to local memory (spills = \"prune\")"):format(spills)
+  end
 end
 
 -- where(p), then program(p): the row pruned or failed, or kept with r.prog. Returns keep.

@@ -108,9 +108,12 @@ local function evaluate(S, ctx, batch)
   end
   done = 0
   for _, r in ipairs(with_prog) do
-    local ok, ms, hit = pcall(runner.compile_one, r.prog)
+    local ok, ms, hit, entry = pcall(runner.compile_one, r.prog)
     if not ok then r.kind, r.reason = "failed", "compile: " .. tostring(ms)
-    elseif not r.compile_ms then r.compile_ms, r.cache = ms, hit end
+    else
+      if not r.compile_ms then r.compile_ms, r.cache = ms, hit end
+      runner.resources(S, r, entry)
+    end
     done = done + 1
     step("compiled", done, #with_prog)
   end
