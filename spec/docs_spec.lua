@@ -1,0 +1,102 @@
+-- The manual stays true: every public name reachable from require("cuasync") (the lazily loaded
+-- tools included) and every method of its objects is in docs/reference.md, and every name the
+-- reference writes as `cuasync.x.y` or `var:method(` exists.
+local cuasync = require("cuasync")
+
+local function read(path)
+  local f = assert(io.open(path))
+  local t = f:read("*a")
+  f:close()
+  return t
+end
+
+-- How the reference names an instance of each class (the methods are `VAR:name(`).
+local VARS = { Program = "prog", Module = "mod", Kernel = "k", Config = "cfg", Device = "dev", Buffer = "buf",
+               HostBuffer = "hbuf", Stream = "s", Event = "ev", Graph = "G", TensorMap = "tm", Layout = "L",
+               Pipeline = "P", Barrier = "mb", Arrival = "arrival", Token = "token", Role = "t", Result = "r",
+               Sweep = "S", K = "K", Pattern = "p", Bulk = "bulk", Hang = "err" }
+-- Classes that are not reachable by a user (the sweep's internals).
+local INTERNAL = { ["lua/cuasync/tools/sweep/space.lua"] = true, ["lua/cuasync/tools/sweep/rng.lua"] = true }
+
+local function lazy_names()
+  local t = {}
+  for k in read("lua/cuasync/init.lua"):match("local LAZY = (%b{})"):gmatch("([%w_]+) = {") do t[#t + 1] = k end
+  return t
+end
+
+local function methods()
+  local out = {}
+  local p = io.popen("grep -rn -E '^function [A-Za-z_]+:[a-z_]+' lua/cuasync")
+  for l in p:lines() do
+    local file, cls, m = l:match("^([^:]+):%d+:function ([%w_]+):([%w_]+)")
+    if file and not INTERNAL[file] and m:sub(1, 2) ~= "__" then out[#out + 1] = { file = file, class = cls, name = m } end
+  end
+  p:close()
+  return out
+end
+
+describe("docs/reference.md", function()
+  local ref = read("docs/reference.md")
+
+  it("lists every public name of the module, its tables' names and its objects' methods", function()
+    local missing = {}
+    local keys = {}
+    for k in pairs(cuasync) do keys[#keys + 1] = k end
+    for _, k in ipairs(lazy_names()) do keys[#keys + 1] = k end
+    local count = 0
+    for _, k in ipairs(keys) do
+      count = count + 1
+      if not ref:find("cuasync." .. k, 1, true) then missing[#missing + 1] = "cuasync." .. k end
+      local v = cuasync[k]
+      local tables = { [k] = v }
+      if k == "model" then for mk, mv in pairs(v) do if type(mv) == "table" then tables["model." .. mk] = mv end end end
+      for path, t in pairs(tables) do
+        if type(t) == "table" and path ~= "model.swizzle" then
+          for kk in pairs(t) do
+            if type(kk) == "string" then
+              count = count + 1
+              local full = "cuasync." .. path .. "." .. kk
+              if not (ref:find(full, 1, true) or ref:find("`" .. kk .. "`", 1, true) or ref:find("`" .. kk .. "(", 1, true)
+                      or ref:find(", `" .. kk, 1, true) or ref:find("." .. kk .. "`", 1, true)) then
+                missing[#missing + 1] = full
+              end
+            end
+          end
+        end
+      end
+    end
+    for _, m in ipairs(methods()) do
+      count = count + 1
+      local var = VARS[m.class]
+      if not var then
+        missing[#missing + 1] = ("%s:%s (%s: a class the reference does not name; add it to VARS)"):format(m.class, m.name, m.file)
+      elseif not (ref:find(var .. ":" .. m.name .. "(", 1, true) or ref:find(var .. ":" .. m.name .. "{", 1, true)) then
+        missing[#missing + 1] = ("%s:%s (%s)"):format(var, m.name, m.class)
+      end
+    end
+    io.stderr:write(("docs: %d public names and methods, all in docs/reference.md\n"):format(count))
+    assert.same({}, missing)
+    assert.truthy(count > 250, tostring(count))
+  end)
+
+  it("names nothing that does not exist", function()
+    local wrong = {}
+    for path in ref:gmatch("`(cuasync%.[%w_%.]+)") do
+      local v = cuasync
+      for part in path:gmatch("[^%.]+") do
+        if part ~= "cuasync" then v = type(v) == "table" and v[part] or nil end
+      end
+      if v == nil then wrong[#wrong + 1] = path end
+    end
+    local by = {}
+    for _, m in ipairs(methods()) do by[(VARS[m.class] or "?") .. ":" .. m.name] = true end
+    -- handle.define gives every handle (buffer, host buffer, stream, event) its close
+    for _, v in ipairs({ "buf", "hbuf", "s", "ev" }) do by[v .. ":close"] = true end
+    for var, name in ref:gmatch("`(%a+):([%w_]+)%(") do
+      local known = false
+      for _, v in pairs(VARS) do if v == var then known = true end end
+      if known and not by[var .. ":" .. name] then wrong[#wrong + 1] = var .. ":" .. name end
+    end
+    assert.same({}, wrong)
+  end)
+end)
