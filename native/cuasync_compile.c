@@ -1,5 +1,6 @@
 /* cuasync_compile.c — one NVRTC program per call; everything the caller may want is copied out
  * before the program is destroyed, so the result has no NVRTC lifetime to track. */
+#define _POSIX_C_SOURCE 200809L
 #define CUASYNC_INTERNAL
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,27 @@ static int cuasync_pch_heap_retries;
 int cuasync_compile_pch_retries(void)
 {
     return cuasync_pch_heap_retries;
+}
+
+/* Where a driver is installed, NVRTC answers a compile it has seen from the CUDA compute cache
+ * (~/.nv/ComputeCache) and ptxas does not run: the -v report (registers, spills) is then missing
+ * from the log (measured on the H200: an empty log in 48 ms instead of the report). cuasync keeps
+ * its own cache, so NVRTC's is turned off around the call (CUDA_CACHE_DISABLE=1) and the
+ * caller's setting put back after: the driver's JIT cache is left as the user set it. */
+static int compile_uncached(nvrtcProgram prog, int noptions, const char *const *options)
+{
+    const char *was = getenv("CUDA_CACHE_DISABLE");
+    char *saved = was ? strdup(was) : NULL;
+    int status;
+    setenv("CUDA_CACHE_DISABLE", "1", 1);
+    status = cuasync_nvrtc.nvrtcCompileProgram(prog, noptions, options);
+    if (saved) {
+        setenv("CUDA_CACHE_DISABLE", saved, 1);
+        free(saved);
+    } else {
+        unsetenv("CUDA_CACHE_DISABLE");
+    }
+    return status;
 }
 
 struct cuasync_compiled {
@@ -84,7 +106,7 @@ int cuasync_compile(const char *source, const char *name,
                 return nvrtc_fail(err, errlen, "nvrtcAddNameExpression", status, name);
             }
         }
-        compile_status = cuasync_nvrtc.nvrtcCompileProgram(prog, noptions, options);
+        compile_status = compile_uncached(prog, noptions, options);
         /* automatic PCH: a header that did not fit the PCH heap is compiled without it; the heap is
          * grown to what it needed and the program compiled once more, so that the next one gets it */
         if (attempt == 0 && compile_status == 0 && cuasync_nvrtc.nvrtcGetPCHCreateStatus

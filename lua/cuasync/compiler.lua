@@ -220,6 +220,9 @@ function M.resources(entry, arch)
   if entry.resources == nil then
     return out, "the cached entry predates resource reports (compile with CUASYNC_CACHE=0 once)"
   end
+  if next(out) == nil then   -- native/cuasync_compile.c turns NVRTC's own cache off to prevent it
+    return out, "ptxas gave no report for this compile (NVRTC answered it from the CUDA compute cache)"
+  end
   return out
 end
 
