@@ -2,13 +2,8 @@
 -- tools included) and every method of its objects is in docs/reference.md, and every name the
 -- reference writes as `cuasync.x.y` or `var:method(` exists.
 local cuasync = require("cuasync")
+local H = require("helper")
 
-local function read(path)
-  local f = assert(io.open(path))
-  local t = f:read("*a")
-  f:close()
-  return t
-end
 
 -- How the reference names an instance of each class (the methods are `VAR:name(`).
 local VARS = { Program = "prog", Module = "mod", Kernel = "k", Config = "cfg", Device = "dev", Buffer = "buf",
@@ -20,7 +15,7 @@ local INTERNAL = { ["lua/cuasync/tools/sweep/space.lua"] = true, ["lua/cuasync/t
 
 local function lazy_names()
   local t = {}
-  for k in read("lua/cuasync/init.lua"):match("local LAZY = (%b{})"):gmatch("([%w_]+) = {") do t[#t + 1] = k end
+  for k in H.read("lua/cuasync/init.lua"):match("local LAZY = (%b{})"):gmatch("([%w_]+) = {") do t[#t + 1] = k end
   return t
 end
 
@@ -36,7 +31,7 @@ local function methods()
 end
 
 describe("docs/reference.md", function()
-  local ref = read("docs/reference.md")
+  local ref = H.read("docs/reference.md")
 
   it("lists every public name of the module, its tables' names and its objects' methods", function()
     local missing = {}

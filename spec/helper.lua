@@ -63,6 +63,21 @@ function H.sh(cmd)
   return (out:gsub("rc=%d+%s*$", "")), tonumber(out:match("rc=(%d+)%s*$"))
 end
 
+-- A file's text, or nil where it cannot be read; write a file's text.
+function H.read(path)
+  local f = io.open(path)
+  if not f then return nil end
+  local t = f:read("*a")
+  f:close()
+  return t
+end
+
+function H.write(path, text)
+  local f = assert(io.open(path, "w"))
+  f:write(text)
+  f:close()
+end
+
 -- A fresh, empty directory, under one root per spec process that is removed when the process
 -- closes its Lua state (busted exits with os.exit(code, true): finalizers run), so a suite run
 -- leaves nothing in /tmp.

@@ -20,11 +20,6 @@ extern "C" __global__ void k(float *o, int n) {
   o[threadIdx.x] = s;
 }]]
 
-local function write(path, text)
-  local f = assert(io.open(path, "w"))
-  f:write(text)
-  f:close()
-end
 
 describe("offline", function()
   it("checks a plan against sm_90, sm_90a or a limits table, without a driver", function()
@@ -80,7 +75,7 @@ describe("offline", function()
 
   it("compiles a plan kernel with `cuasync compile --plan`, printing the plan and the resources", function()
     local dir = H.tmpdir()
-    write(dir .. "/plan.lua", [[
+    H.write(dir .. "/plan.lua", [[
       local cuasync = require("cuasync")
       local map = cuasync.tensormap{ ptr = 2 ^ 20, bytes = 2 ^ 26, encode = false, dtype = "f32", dims = { 1024, 1024 }, box = { 64, 32 } }
       return cuasync.pipeline{ name = "tma", stages = 4, loads = { { map = map, name = "in" } }, producer = { warps = 1 }, consumer = { warps = 2 } }
@@ -92,7 +87,7 @@ describe("offline", function()
     out, rc = H.sh(NOGPU .. "luajit bin/cuasync compile pipeline_tma.cu")
     assert.equal(1, rc, out)
     assert.truthy(out:find("give the plan with --plan PLAN.lua", 1, true), out)
-    write(dir .. "/bad.lua", "return 5")
+    H.write(dir .. "/bad.lua", "return 5")
     out, rc = H.sh(NOGPU .. "luajit bin/cuasync compile pipeline_tma.cu --plan " .. dir .. "/bad.lua")
     assert.equal(1, rc, out)
     assert.truthy(out:find("--plan " .. dir .. "/bad.lua must return a cuasync.pipeline{...} (got number)", 1, true), out)
@@ -101,14 +96,14 @@ describe("offline", function()
   it("takes a sweep script that returns its sweep or its table, and refuses anything else in one sentence", function()
     local dir = H.tmpdir()
     local body = 'name = "cmd", host = true, rounds = 1, reps = 1, params = { k = { 1, 2 } }, build = function() return { run = function() end } end'
-    write(dir .. "/table.lua", "return { " .. body .. " }")
-    write(dir .. "/object.lua", [[
+    H.write(dir .. "/table.lua", "return { " .. body .. " }")
+    H.write(dir .. "/object.lua", [[
       local cuasync = require("cuasync")
       local S = cuasync.sweep{ ]] .. body .. [[ }
       if not cuasync.sweep.main() then return S end
       print("RAN ALONE") S:run{ quiet = true }:print()
     ]])
-    write(dir .. "/none.lua", "local x = 1")
+    H.write(dir .. "/none.lua", "local x = 1")
     local env = NOGPU .. "CUASYNC_CACHE_DIR=" .. H.tmpdir() .. " "
     for _, f in ipairs({ "table", "object" }) do
       local out, rc = H.sh(env .. "luajit bin/cuasync sweep " .. dir .. "/" .. f .. ".lua --param k=3,4,5 --jobs 2")
@@ -123,7 +118,7 @@ describe("offline", function()
     assert.equal(1, rc, out)
     assert.truthy(out:find("none.lua must return the table cuasync.sweep takes, or the sweep cuasync.sweep{...} made (got nothing)", 1, true), out)
     -- a script finds its own files through cuasync.sweep.here(), whoever runs it
-    write(dir .. "/here.lua", 'local d = require("cuasync.tools.sweep").here() return d')
+    H.write(dir .. "/here.lua", 'local d = require("cuasync.tools.sweep").here() return d')
     local okh, here = H.luajit(("io.write(dofile(%q))"):format(dir .. "/here.lua"), { CUASYNC_REQUIRE_GPU = "0" })
     assert.is_true(okh, here)
     assert.equal(dir, here)

@@ -21,19 +21,7 @@ local function fresh(code, env)
   return out, env.CUASYNC_CACHE_DIR
 end
 
-local function read(path)
-  local f = io.open(path)
-  if not f then return nil end
-  local t = f:read("*a")
-  f:close()
-  return t
-end
 
-local function write(path, text)
-  local f = assert(io.open(path, "w"))
-  f:write(text)
-  f:close()
-end
 
 describe("sweep store faults", function()
   it("sets aside a store that is truncated, foreign JSON or of a future version, measures, and keeps the new rows", function()
@@ -44,7 +32,7 @@ describe("sweep store faults", function()
       local dir = H.tmpdir()
       assert.is_true(os.execute("mkdir -p " .. dir .. "/sweeps") == 0)
       local path = dir .. "/sweeps/kept.json"
-      write(path, case[1])
+      H.write(path, case[1])
       local out = fresh(SMALL .. [[
         local S = make():run{ quiet = true }
         print("BUILDS", builds)
@@ -59,7 +47,7 @@ describe("sweep store faults", function()
       assert.equal(1, notes, out)
       assert.truthy(out:find(case[2]), out)
       assert.truthy(out:find("moved to " .. path .. ".unreadable.1, and a new store started", 1, true), out)
-      assert.equal(case[1], read(path .. ".unreadable.1"))     -- nothing lost
+      assert.equal(case[1], H.read(path .. ".unreadable.1"))     -- nothing lost
       assert.truthy(out:find("AGAIN\t" .. builds, 1, true), out)   -- the new store answers the second run
     end
   end)
@@ -68,7 +56,7 @@ describe("sweep store faults", function()
     local dir = H.tmpdir()
     assert.is_true(os.execute("mkdir -p " .. dir .. "/sweeps/kept.json") == 0)
     local file = H.tmpdir() .. "/plain"
-    write(file, "x")
+    H.write(file, "x")
     local ro = H.tmpdir()
     local cases = { { dir, "the result store " .. dir .. "/sweeps/kept.json is not a file: results are not kept" },
                     { file, "the result store was not written: " },
@@ -123,13 +111,13 @@ describe("sweep store faults", function()
     local builds, damaged, ids = out:match("ROWS\t(%d+)\t(%d+)\t([^\n]*)")
     assert.truthy(tonumber(builds) >= 2 and damaged == "2", out)
     assert.equal("1=1 2=2 3=3c", ids, out)
-    assert.truthy(read(path):find('"version":3', 1, true))
+    assert.truthy(H.read(path):find('"version":3', 1, true))
   end)
 
   it("keeps every row of concurrent sweeps of one name (8 processes, 8 disjoint parameter sets)", function()
     local dir = H.tmpdir()
     local script = H.tmpdir() .. "/c.lua"
-    write(script, [[
+    H.write(script, [[
       package.path = "lua/?.lua;lua/?/init.lua;" .. package.path
       package.cpath = "build/?.so;" .. package.cpath
       local sweep = require("cuasync.tools.sweep")
@@ -147,7 +135,7 @@ describe("sweep store faults", function()
     end
     local out, rc = H.sh(table.concat(cmd, " ") .. " wait")
     assert.equal(0, rc, out)
-    local doc = require("dkjson").decode(read(dir .. "/sweeps/many.json"))
+    local doc = require("dkjson").decode(H.read(dir .. "/sweeps/many.json"))
     local n = 0
     for _ in pairs(doc.entries) do n = n + 1 end
     assert.equal(200, n)
@@ -157,7 +145,7 @@ describe("sweep store faults", function()
   it("loses no point when a compile worker is killed mid-sweep: the main process compiles its points, a note says so", function()
     local dir = H.tmpdir()
     local script = dir .. "/k.lua"
-    write(script, [[
+    H.write(script, [[
       package.path = "lua/?.lua;lua/?/init.lua;" .. package.path
       package.cpath = "build/?.so;" .. package.cpath
       local cuasync = require("cuasync")

@@ -16,19 +16,21 @@ local M = {}
 -- ptxas' resource report (registers, shared memory, stack, spills per kernel) comes with every
 -- cubin: M.report splits it out of the log into entry.resources, so a clean compile's log stays
 -- "" and prog:resources() needs no GPU and no second compile.
-local REPORT = "--ptxas-options=-v"
-local function report_option(opts, arch)
-  if arch:match("^sm_") then opts[#opts + 1] = REPORT end
-end
+local REPORT = "--ptxas-options=-v"   -- added where there is a cubin (arch sm_*)
 
-function M.options(p, arch)
+-- NVRTC's command line for p: the defines for which on_line(name) holds (all, without it).
+local function command_line(p, arch, on_line)
   local opts = { "-arch=" .. arch, "-std=c++17", "-D__CUASYNC__=1" }
   for _, d in ipairs(toolkit.cuda_includes()) do opts[#opts + 1] = "-I" .. d end
-  for _, k in ipairs(p.define_names) do opts[#opts + 1] = "-D" .. k .. "=" .. p.defines[k] end
+  for _, k in ipairs(p.define_names) do
+    if not on_line or on_line(k) then opts[#opts + 1] = "-D" .. k .. "=" .. p.defines[k] end
+  end
   for _, o in ipairs(p.options) do if o ~= REPORT then opts[#opts + 1] = o end end
-  report_option(opts, arch)
+  if arch:match("^sm_") then opts[#opts + 1] = REPORT end
   return opts
 end
+
+function M.options(p, arch) return command_line(p, arch) end
 
 -- The log without ptxas' "info" lines, and the report they held:
 -- { [kernel] = { registers, static_smem, stack, spill_stores, spill_loads, barriers } }.
@@ -192,13 +194,7 @@ function M.pch_form(p, arch)
   local rest = table.concat(lines, "\n", last + 1)
   local source = ("%s\ntypedef int cuasync_pch_stop_;\n%s\n#line %d \"%s\"\n%s"):format(head, table.concat(moved, "\n"),
     last + 1, p.name, rest)
-  local opts = { "-arch=" .. arch, "-std=c++17", "-D__CUASYNC__=1" }
-  for _, d in ipairs(toolkit.cuda_includes()) do opts[#opts + 1] = "-I" .. d end
-  for _, k in ipairs(p.define_names) do
-    if kept[k] then opts[#opts + 1] = "-D" .. k .. "=" .. p.defines[k] end
-  end
-  for _, o in ipairs(p.options) do if o ~= REPORT then opts[#opts + 1] = o end end
-  report_option(opts, arch)
+  local opts = command_line(p, arch, function(k) return kept[k] end)
   -- NVRTC's PCH messages stay out of the log unless asked for (CUASYNC_PCH=verbose)
   local say = os.getenv("CUASYNC_PCH") == "verbose" and "true" or "false"
   for _, o in ipairs({ "-pch", "--pch-dir=" .. dir, "--pch-verbose=" .. say, "--pch-messages=" .. say }) do opts[#opts + 1] = o end
@@ -217,9 +213,6 @@ function M.resources(entry, arch)
   if next(out) == nil and not entry.cubin then
     return out, ("no cubin for %s: ptxas did not run, so there is no resource report"):format(arch)
   end
-  if entry.resources == nil then
-    return out, "the cached entry predates resource reports (compile with CUASYNC_CACHE=0 once)"
-  end
   if next(out) == nil then   -- native/cuasync_compile.c turns NVRTC's own cache off to prevent it
     return out, "ptxas gave no report for this compile (NVRTC answered it from the CUDA compute cache)"
   end
@@ -230,12 +223,7 @@ end
 function M.build(p, arch)
   local key, opts = M.key(p, arch)
   local entry = cache.get(key)
-  if entry then
-    -- entries written before the native side stopped counting NVRTC's NUL in the text's length
-    if entry.log then entry.log = entry.log:gsub("%z+$", "") end
-    if entry.ptx then entry.ptx = entry.ptx:gsub("%z+$", "") end
-    return entry, key
-  end
+  if entry then return entry, key end   -- entries from before the "report" key part are never hit
   local source = p.source
   local form = p.pch and M.pch_form(p, arch)
   if form then source, opts = form.source, form.options end

@@ -13,16 +13,24 @@ local function library_frame(src)
   return src:sub(1, #LIB) == LIB or src:sub(1, 9) == "=cuasync." or src == "=[C]" or src == "=(tail call)"
 end
 
+-- Walk the stack outward from the caller of the util function that calls walk: each(info,
+-- level) for every frame (level as error() counts it from that util function) until each returns
+-- a value other than nil, which walk returns (false: found, but nothing to give); nil at the end.
+local function walk(what, each)
+  local level = 4   -- 1 walk, 2 the util function, 3 its caller in the library
+  while true do
+    local info = debug.getinfo(level, what)
+    if not info then return nil end
+    local v = each(info, level - 1)
+    if v ~= nil then return v end
+    level = level + 1
+  end
+end
+
 -- The stack level (as error() counts it, seen from the caller of user_level) of the first frame
 -- outside the library; 1 when the whole stack is the library's.
 function M.user_level()
-  local level = 3
-  while true do
-    local info = debug.getinfo(level, "S")
-    if not info then return 1 end
-    if not library_frame(info.source) then return level - 1 end
-    level = level + 1
-  end
+  return walk("S", function(info, level) if not library_frame(info.source) then return level - 1 end end) or 1
 end
 
 -- Public functions by their public name ("alloc", "program.compile"): the façade and
@@ -31,38 +39,35 @@ M.public = setmetatable({}, { __mode = "k" })
 
 -- The public name of the outermost library frame below the user's (the call the user made), or nil.
 function M.entry_name()
-  local level, name = 3, nil
-  while true do
-    local info = debug.getinfo(level, "Sf")
-    if not info then return nil end
-    if not library_frame(info.source) then return name end
+  local name
+  return walk("Sf", function(info)
+    if not library_frame(info.source) then return name or false end
     name = M.public[info.func] or name
-    level = level + 1
-  end
+  end) or nil
 end
 
 -- "file:line" of the user's frame, or nil.
 function M.user_where()
-  local level = 3
-  while true do
-    local info = debug.getinfo(level, "Sl")
-    if not info then return nil end
-    if not library_frame(info.source) then
-      return info.currentline and info.currentline > 0 and (info.short_src .. ":" .. info.currentline) or nil
-    end
-    level = level + 1
-  end
+  return walk("Sl", function(info)
+    if library_frame(info.source) then return nil end
+    return info.currentline and info.currentline > 0 and (info.short_src .. ":" .. info.currentline) or false
+  end) or nil
 end
 
 -- The file of the user's frame (the script a sweep worker re-runs), or nil.
 function M.user_file()
-  local level = 3
-  while true do
-    local info = debug.getinfo(level, "S")
-    if not info then return nil end
+  local file = walk("S", function(info)   -- not a tail call: walk counts this frame
     if not library_frame(info.source) and info.source:sub(1, 1) == "@" then return info.source:sub(2) end
-    level = level + 1
-  end
+  end)
+  return file
+end
+
+-- A set's keys, sorted, joined by ", " (the names a message offers).
+function M.sorted_keys(set)
+  local t = {}
+  for k in pairs(set) do t[#t + 1] = tostring(k) end
+  table.sort(t)
+  return table.concat(t, ", ")
 end
 
 -- Quote a value for a message, never more than `max` characters of it (default 80).
@@ -189,13 +194,10 @@ function M.known_fields(where, t, allowed, what)
              type(what) == "string" and (" in " .. what) or ""))
     end
     if not allowed[k] then
-      local names = {}
-      for n in pairs(allowed) do names[#names + 1] = n end
-      table.sort(names)
       local key = type(k) == "string" and ("'%s'"):format((#k > 40 and k:sub(1, 40) .. "..." or k):gsub("%c", "?"))
                   or describe(k)
       M.fail(where, ("unknown field %s%s (fields: %s)"):format(key, type(what) == "string" and (" in " .. what) or "",
-             table.concat(names, ", ")))
+             M.sorted_keys(allowed)))
     end
   end
 end

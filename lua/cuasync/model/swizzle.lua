@@ -49,7 +49,7 @@ function Layout:swizzle(o)
   return bit.bxor(o, bit.lshift(bit.band(bit.rshift(o, 7), m), 4))
 end
 
--- what: how the message names the pair ("col"/"row", or "cells[3]'s col" for bank_conflicts)
+-- what: how the message names the pair ("col"/"row", or "cells[3][1] (col)" for bank_conflicts)
 local function cell(L, where, col, row, what)
   local c, r = what and (what .. "[1] (col)") or "col", what and (what .. "[2] (row)") or "row"
   if not util.is_integer(col) or col < 0 or col >= L.cols then
@@ -60,9 +60,12 @@ local function cell(L, where, col, row, what)
   end
 end
 
+-- The swizzled byte offset of a checked cell.
+local function place(L, col, row) return L:swizzle(row * L.pitch + col * L.elem_bytes) end
+
 function Layout:offset(col, row)
   cell(self, "offset", col, row)
-  return self:swizzle(row * self.pitch + col * self.elem_bytes)
+  return place(self, col, row)
 end
 
 -- The element stored at shared-memory byte `byte` (the swizzle is its own inverse), or nil past the box.
@@ -90,7 +93,7 @@ function Layout:bank_conflicts(cells)
   end
   local words, worst = {}, 0
   for _, c in ipairs(cells) do
-    local w = math.floor(self:offset(c[1], c[2]) / 4)
+    local w = math.floor(place(self, c[1], c[2]) / 4)   -- checked above
     local bank = w % 32
     words[bank] = words[bank] or {}
     if not words[bank][w] then

@@ -29,23 +29,16 @@ M.SWIZZLE = swizzles.TENSORMAP
 M.L2 = { none = 0, ["64B"] = 1, ["128B"] = 2, ["256B"] = 3 }
 M.OOB = { zero = 0, nan = 1 }
 
-local function names(t)
-  local s = {}
-  for k in pairs(t) do s[#s + 1] = k end
-  table.sort(s)
-  return table.concat(s, ", ")
-end
-
 function M.enum(field, v, t)
   if type(v) ~= "string" or t[v] == nil then
-    fail(("%s = %s is not one of %s"):format(field, util.describe(v), names(t)))
+    fail(("%s = %s is not one of %s"):format(field, util.describe(v), util.sorted_keys(t)))
   end
   return t[v]
 end
 
 function M.dtype(v)
   local dt = type(v) == "string" and M.DTYPES[v]
-  if not dt then fail(("dtype = %s is not one of %s"):format(util.describe(v), names(M.DTYPES))) end
+  if not dt then fail(("dtype = %s is not one of %s"):format(util.describe(v), util.sorted_keys(M.DTYPES))) end
   return dt
 end
 
@@ -93,7 +86,7 @@ function M.layout(dt, dims, strides, size, align)
          "a packed type"))
   end
   local derived = strides == nil
-  if strides == nil then
+  if derived then
     strides = {}
     local s = M.global_bytes(dt, dims[1])   -- packed exactly: padding is the caller's to state
     for i = 2, rank do

@@ -137,11 +137,11 @@ function M.rounds(variants, opts)
   local b = { warmup = opts.warmup or 2, reps = opts.reps or 10, host = opts.host, before = opts.before }
   for round = 1, rounds do
     for _, v in ipairs(variants) do
-      if opts.keep_going and not v.slow and not v.error then
-        -- keep_going: a variant that raises is left out of later rounds (v.error), the rest go on
+      if v.slow or v.error then   -- left the rounds
+      elseif opts.keep_going then   -- a variant that raises leaves the rounds (v.error), the rest go on
         local ok, res = pcall(M.bench, v.run, b)
         if ok then v.times[#v.times + 1] = res.median else v.error = res end
-      elseif not v.slow and not v.error then
+      else
         v.times[#v.times + 1] = M.bench(v.run, b).median
       end
     end

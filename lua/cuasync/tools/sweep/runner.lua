@@ -95,12 +95,6 @@ end
 -- other is a misspelling the sweep would otherwise ignore (verfy: a variant never verified).
 local BUILD_FIELDS = { run = true, verify = true, poison = true, bytes = true, flops = true, inflight = true,
                        kernel = true, plan = true, config = true, grid = true, per_sm = true }
-local function names(set)
-  local t = {}
-  for k in pairs(set) do t[#t + 1] = k end
-  table.sort(t)
-  return table.concat(t, ", ")
-end
 
 -- The build result's shape, or why it is wrong.
 function M.check_build(v)
@@ -108,7 +102,7 @@ function M.check_build(v)
   if type(v.run) ~= "function" then return "build(p) returned no run function" end
   for k in pairs(v) do
     if not BUILD_FIELDS[k] then
-      return ("build(p) returned an unknown field %s (fields: %s)"):format(util.describe(k), names(BUILD_FIELDS))
+      return ("build(p) returned an unknown field %s (fields: %s)"):format(util.describe(k), util.sorted_keys(BUILD_FIELDS))
     end
   end
   for _, f in ipairs({ "verify", "poison" }) do
