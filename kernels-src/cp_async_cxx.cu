@@ -1,7 +1,8 @@
 // cp_async_cxx.cu — cp_async_copy.cu's streaming copy through libcu++ only: cuda::pipeline over
 // the whole block (unified) with STAGES stages, each tile issued with the block-wide
 // cuda::memcpy_async of 16-byte aligned size (cp.async underneath), as a user of libcu++ writes
-// it. The second yardstick of examples/cp_async_sweep.lua.
+// it. The second yardstick of examples/cp_async_sweep.lua. The ring starts on an ALIGN-byte
+// boundary, as in cp_async_ring.cu (ALIGN = 16: the layout as declared).
 #include <cuda/pipeline>
 #include <cooperative_groups.h>
 
@@ -11,6 +12,9 @@
 #ifndef TILE
 #define TILE 16384
 #endif
+#ifndef ALIGN
+#define ALIGN 128
+#endif
 #define THREADS 256
 #define VECS (TILE / 16)
 
@@ -19,7 +23,9 @@ namespace cg = cooperative_groups;
 
 extern "C" __global__ void __launch_bounds__(THREADS) cxx_copy(uint4 *out, const uint4 *in, u64 tiles)
 {
-    extern __shared__ __align__(16) uint4 ring[];   // STAGES * VECS
+    extern __shared__ __align__(16) unsigned char raw[];   // STAGES * VECS vectors + ALIGN - 16
+    const unsigned at = (unsigned)__cvta_generic_to_shared(raw);
+    uint4 *const ring = reinterpret_cast<uint4 *>(raw + ((ALIGN - (at & (ALIGN - 1u))) & (ALIGN - 1u)));
     __shared__ cuda::pipeline_shared_state<cuda::thread_scope_block, STAGES> state;
     auto block = cg::this_thread_block();
     auto pipe = cuda::make_pipeline(block, &state);

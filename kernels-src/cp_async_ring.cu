@@ -3,6 +3,9 @@
 // counts are computed here. The yardstick the plan-built kernel is measured against
 // (examples/cp_async_sweep.lua): unified, every thread copies TILE / 16 / THREADS 16-byte
 // vectors per stage with cp.async.cg and commits them with cp.async.mbarrier.arrive.noinc.
+// The ring starts on an ALIGN-byte boundary of dynamic shared memory (the launch gives ALIGN - 16
+// bytes of slack): 128 by default; ALIGN = 16 keeps the layout as declared, after the static
+// barriers, which puts the ring at 16 mod 32 bytes for odd STAGES (docs/cp_async.md: ~8% slower).
 #include <cuasync/pipeline.cuh>
 
 #ifndef STAGES
@@ -10,6 +13,9 @@
 #endif
 #ifndef TILE
 #define TILE 16384
+#endif
+#ifndef ALIGN
+#define ALIGN 128
 #endif
 #define THREADS 256
 #define VECS (TILE / 16)
@@ -21,7 +27,8 @@ namespace cpa = cuasync::cp_async;
 
 extern "C" __global__ void __launch_bounds__(THREADS) ring_copy(uint4 *out, const uint4 *in, u64 tiles)
 {
-    extern __shared__ __align__(16) uint4 ring[];   // STAGES * VECS
+    extern __shared__ __align__(16) unsigned char raw[];   // STAGES * VECS vectors + ALIGN - 16
+    uint4 *const ring = reinterpret_cast<uint4 *>(raw + ((ALIGN - (cuasync::smem_addr(raw) & (ALIGN - 1u))) & (ALIGN - 1u)));
     __shared__ cuasync::pipeline_ring<STAGES> pipe;
     typedef cuasync::pipeline_ring<STAGES>::state state;
     const u64 n = blockIdx.x < tiles ? (tiles - blockIdx.x + gridDim.x - 1) / gridDim.x : 0;

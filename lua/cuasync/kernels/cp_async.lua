@@ -6,7 +6,9 @@
 --   cp_async.build(opts, { dst, src, bytes[, idx, expect, grid] }) -> { run, verify, poison, bytes }
 -- opts = { impl = "plan" | "ring" | "cxx", work = "copy" | "gather", stages = 4, tile = 16384,
 --          vector = 16, completion = "mbarrier" | "group", producer = "all" | { warps = n } |
---          { threads = n }, consumer_warps = 8 (unified) or 4, row = 256 (gather), watchdog }
+--          { threads = n }, consumer_warps = 8 (unified) or 4, row = 256 (gather), watchdog,
+--          release = "thread" | "warp" (the plan's; default warp), align = 128 | 16 (the
+--          yardsticks' ring start: 16 keeps the layout as declared; a plan derives its own) }
 local pipeline = require("cuasync.pipeline")
 local program = require("cuasync.program")
 local device = require("cuasync.device")
@@ -18,7 +20,8 @@ pcall(ffi.cdef, "int memcmp(const void *a, const void *b, size_t n);")
 
 local M = {}
 local FIELDS = { impl = true, work = true, stages = true, tile = true, vector = true, completion = true, producer = true,
-                 consumer_warps = true, row = true, watchdog = true, planted = true, zero_fill = true }
+                 consumer_warps = true, row = true, watchdog = true, planted = true, zero_fill = true,
+                 release = true, align = true }
 M.THREADS = 256   -- the yardsticks' block, and a unified plan's
 
 local function fail(msg) util.fail("cp_async", msg) end
@@ -29,16 +32,24 @@ local function options(opts)
   util.known_fields("cp_async", opts, FIELDS, 3)
   local o = { impl = opts.impl or "plan", work = opts.work or "copy", stages = opts.stages or 4, tile = opts.tile or 16384,
               vector = opts.vector or 16, completion = opts.completion, producer = opts.producer or "all",
-              row = opts.row or 256, watchdog = opts.watchdog, planted = opts.planted, zero_fill = opts.zero_fill }
+              row = opts.row or 256, watchdog = opts.watchdog, planted = opts.planted, zero_fill = opts.zero_fill,
+              release = opts.release, align = opts.align }
   if o.impl ~= "plan" and o.impl ~= "ring" and o.impl ~= "cxx" then
     fail(('opts.impl must be "plan", "ring" or "cxx" (got %s)'):format(util.describe(o.impl)))
   end
   if o.work ~= "copy" and o.work ~= "gather" then
     fail(('opts.work must be "copy" or "gather" (got %s)'):format(util.describe(o.work)))
   end
-  if o.impl ~= "plan" and (o.work ~= "copy" or o.vector ~= 16 or o.completion or o.producer ~= "all" or o.zero_fill) then
+  if o.impl ~= "plan" and (o.work ~= "copy" or o.vector ~= 16 or o.completion or o.producer ~= "all" or o.zero_fill or o.release) then
     fail(("opts.impl = %q is the hand-written streaming copy: work copy, vector 16, unified, noinc arrivals only"):format(o.impl))
   end
+  if o.impl == "plan" and o.align ~= nil then
+    fail("opts.align is the yardsticks' (impl ring or cxx): a plan lays out its own stage buffers (128-byte aligned)")
+  end
+  if o.align ~= nil and o.align ~= 16 and o.align ~= 128 then
+    fail(("opts.align must be 128 or 16 (got %s)"):format(util.describe(o.align)))
+  end
+  o.align = o.align or 128
   o.consumer_warps = opts.consumer_warps or (o.producer == "all" and M.THREADS / 32 or 4)
   return o
 end
@@ -47,7 +58,7 @@ end
 function M.plan(opts)
   local o = options(opts)
   return pipeline.new{ name = "cp", stages = o.stages, completion = o.completion, producer = o.producer,
-    consumer = { warps = o.consumer_warps },
+    consumer = { warps = o.consumer_warps }, release = o.release,
     loads = { { cp_async = o.tile, vector = o.vector, name = "x", row = o.work == "gather" and o.row or nil,
                 zero_fill = o.zero_fill } } }
 end
@@ -62,7 +73,7 @@ function M.program(opts)
     fail(("tile = %d: the hand-written copies need a multiple of 16 x %d = %d bytes"):format(o.tile, M.THREADS, 16 * M.THREADS))
   end
   return program.new{ file = o.impl == "ring" and "cp_async_ring.cu" or "cp_async_cxx.cu",
-                      defines = { STAGES = o.stages, TILE = o.tile }, watchdog = o.watchdog }
+                      defines = { STAGES = o.stages, TILE = o.tile, ALIGN = o.align }, watchdog = o.watchdog }
 end
 
 -- build(opts, { dst, src, bytes, idx = row indices (gather), expect = host buffer of the result,
@@ -88,7 +99,7 @@ function M.build(opts, b)
     block, smem = P.block, P.smem_bytes
     k = o.work == "copy" and mod:kernel("cp_copy", "ptr, ptr, u64") or mod:kernel("cp_gather", "ptr, ptr, ptr, u64")
   else
-    block, smem = M.THREADS, o.stages * o.tile
+    block, smem = M.THREADS, o.stages * o.tile + o.align - 16   -- slack to start the ring on o.align
     k = mod:kernel(o.impl == "ring" and "ring_copy" or "cxx_copy", "ptr, ptr, u64")
   end
   local dev = device.current()
