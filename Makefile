@@ -30,7 +30,7 @@ SRC := $(wildcard native/*.c)
 OBJ := $(patsubst native/%.c,build/obj/%.o,$(SRC))
 LIB := build/libcuasync.so
 
-.PHONY: all test run install clean deps asan
+.PHONY: all test run install clean deps asan docs
 
 all: $(LIB)
 
@@ -63,6 +63,11 @@ test: deps all
 # chart, CSV, JSON and plot go to build/.
 run: deps all
 	$(LUA) examples/pipeline_tma.lua --out build
+
+# docs/device.md is written from the device headers' comments (spec/docs_spec.lua checks it).
+docs:
+	$(LUA) -e 'package.path = "lua/?.lua;lua/?/init.lua;" .. package.path' \
+	  -e 'require("cuasync.tools.device_doc_md").write("docs/device.md")'
 
 # ASan + UBSan: LuaJIT itself is not instrumented, so the runtime is preloaded; leaks are not
 # checked (LuaJIT frees its arenas at exit in ways LSan reports). GPU specs are excluded (the

@@ -95,3 +95,56 @@ describe("docs/reference.md", function()
     assert.same({}, wrong)
   end)
 end)
+
+describe("docs/device.md", function()
+  local device_doc = require("cuasync.tools.device_doc")
+  local device_doc_md = require("cuasync.tools.device_doc_md")
+  local parsed = device_doc.parse(cuasync.kernels_dir())
+
+  it("is what the device headers say (make docs rewrites it)", function()
+    local want = device_doc_md.render(parsed)
+    if H.read("docs/device.md") ~= want then
+      error("docs/device.md is out of step with kernels-src/cuasync/*.cuh: run `make docs` and commit the page", 0)
+    end
+  end)
+
+  it("names the PTX, its ISA version and its SM above every function that emits inline PTX", function()
+    local bare, count = {}, 0
+    for _, h in ipairs(parsed.headers) do
+      local named = {}
+      for _, f in ipairs(h.functions) do if #f.ptx > 0 then named[f.name] = true end end
+      for _, f in ipairs(h.functions) do
+        count = count + 1
+        if f.asm and not named[f.name] then bare[#bare + 1] = f.name .. ": no PTX comment above it" end
+        for _, p in ipairs(f.ptx) do
+          if not p.isa then bare[#bare + 1] = ("%s: `%s` has no PTX ISA version and SM"):format(f.name, p.text) end
+        end
+        if f.sm == nil then bare[#bare + 1] = f.name .. ": no SM derived" end
+      end
+    end
+    assert.same({}, bare)
+    assert.truthy(count > 120, tostring(count))
+  end)
+
+  it("documents every device function the bundled kernels call", function()
+    local missing, seen = {}, {}
+    local ALIASES = { cpa = "cp_async", mb = "mbarrier", cl = "cluster", wg = "wgmma" }
+    local NS = { mbarrier = true, cp_async = true, bulk = true, tma = true, cluster = true, watchdog = true,
+                 pdl = true, warpgroup = true, wgmma = true }
+    local p = io.popen("ls " .. cuasync.kernels_dir() .. "/*.cu")
+    for file in p:lines() do
+      for ns, fn in H.read(file):gmatch("([%w_]+)::([%w_]+)%s*[<(]") do
+        local name = ns .. "::" .. fn
+        local alias = ALIASES[ns]   -- the kernels' namespace aliases (namespace mb = cuasync::mbarrier)
+        if alias then name = alias .. "::" .. fn end
+        if NS[name:match("^[%w_]+")] and not parsed.by_name[name] and not seen[name] then
+          seen[name] = true
+          missing[#missing + 1] = name .. " (" .. file:match("[^/]+$") .. ")"
+        end
+      end
+    end
+    p:close()
+    assert.same({}, missing)
+    assert.truthy(next(seen) == nil)
+  end)
+end)

@@ -155,7 +155,7 @@ __device__ __forceinline__ void arrive_cluster(mbarrier_t *bar, unsigned cta_ran
                  :: "r"(smem_addr(bar)), "r"(cta_rank) : "memory");
 }
 
-// mapa.shared::cluster.u32 remote, addr, rank;
+// mapa.shared::cluster.u32 remote, addr, rank;                         // PTX ISA 7.8, sm_90
 // mbarrier.arrive.release.cta.shared::cluster.b64 _, [remote];          // PTX ISA 8.0, sm_90
 // The same arrive with release at CTA scope (PTX's default scope; the form CUTLASS's
 // ClusterBarrier::arrive(cta_id) issues): what pipeline<Config> releases a peer's stage with.

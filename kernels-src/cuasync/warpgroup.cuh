@@ -24,13 +24,16 @@ __device__ __forceinline__ void sync(unsigned id)
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 
-// setmaxnreg.inc.sync.aligned.u32 R; / setmaxnreg.dec.sync.aligned.u32 R;   // PTX ISA 8.0, sm_90a
-// Every thread of a warpgroup: raise (consumers) or lower (a producer) its register count to R
-// (a multiple of 8 in 24..256), so that a block's registers go where the accumulators are. Takes
-// effect only under a register cap at entry (__launch_bounds__(threads, 1)); an increase waits
-// for registers other warpgroups released: asking for more than they gave hangs.
+// setmaxnreg.inc.sync.aligned.u32 R;                                 // PTX ISA 8.0, sm_90a
+// Every thread of a warpgroup: raise (consumers) its register count to R (a multiple of 8 in
+// 24..256), so that a block's registers go where the accumulators are. Takes effect only under a
+// register cap at entry (__launch_bounds__(threads, 1)); an increase waits for registers other
+// warpgroups released: asking for more than they gave hangs.
 template <int R>
 __device__ __forceinline__ void setmaxnreg_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(R)); }
+// setmaxnreg.dec.sync.aligned.u32 R;                                 // PTX ISA 8.0, sm_90a
+// Every thread of a warpgroup: lower (a producer) its register count to R, releasing the rest
+// to the warpgroups that raise theirs.
 template <int R>
 __device__ __forceinline__ void setmaxnreg_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(R)); }
 

@@ -108,7 +108,11 @@ __device__ __noinline__ void leave()
 // A timed-out wait: the one that began earliest writes the post-mortem (its barrier is the root
 // of the hang; later waits only follow from it). Each timed-out wait posts its start, waits out an
 // election window (1/64 of the timeout) after its own deadline, and writes only if its start is
-// still the earliest posted; then every watched wait leaves.
+// still the earliest posted; then every watched wait leaves. The record reads (and on sm_90 the
+// block's cluster rank, mov.u32 r, %cluster_ctarank):
+// mov.u32 r, %laneid;                                                  // PTX ISA 1.3, sm_10
+// mbarrier.test_wait.parity.shared::cta.b64 p, [bar], 0;               // PTX ISA 7.1, sm_80
+// ld.volatile.shared.u32 r, [progress];                                // PTX ISA 1.0, sm_10
 __device__ __noinline__ void give_up(site s, unsigned long long t0, unsigned long long waited)
 {
     const unsigned long long key = ~t0;
