@@ -5,7 +5,7 @@
 // vectors per stage with cp.async.cg and commits them with cp.async.mbarrier.arrive.noinc.
 // The ring starts on an ALIGN-byte boundary of dynamic shared memory (the launch gives ALIGN - 16
 // bytes of slack): 128 by default; ALIGN = 16 keeps the layout as declared, after the static
-// barriers, which puts the ring at 16 mod 32 bytes for odd STAGES (docs/cp_async.md: ~8% slower).
+// barriers, which puts the ring at 16 mod 32 bytes for odd STAGES (docs/cp-async.md: ~8% slower).
 #include <cuasync/pipeline.cuh>
 
 #ifndef STAGES

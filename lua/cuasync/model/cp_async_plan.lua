@@ -12,7 +12,7 @@ local util = require("cuasync.util")
 local M = {}
 M.VECTORS = { [4] = true, [8] = true, [16] = true }
 M.MAX_BYTES = 2 ^ 20 - 1
--- Stage buffers start on a 128-byte line. Measured on the H200 (docs/cp_async.md): 16-byte
+-- Stage buffers start on a 128-byte line. Measured on the H200 (docs/cp-async.md): 16-byte
 -- copies into a buffer at 16 mod 32 bytes ask L2 for every source sector twice (ncu: twice the
 -- read sectors, L2 hit rate 68% instead of 51%) and stream ~8% slower than the same copies into
 -- an aligned buffer; only 16-byte alignment, which PTX requires, was the layout before.
