@@ -24,7 +24,7 @@ local function methods()
   local p = io.popen("grep -rn -E '^function [A-Za-z_]+:[a-z_]+' lua/cuasync")
   for l in p:lines() do
     local file, cls, m = l:match("^([^:]+):%d+:function ([%w_]+):([%w_]+)")
-    if file and not INTERNAL[file] and m:sub(1, 2) ~= "__" then out[#out + 1] = { file = file, class = cls, name = m } end
+    if file and not INTERNAL[file] and not file:match("^lua/cuasync/types/") and m:sub(1, 2) ~= "__" then out[#out + 1] = { file = file, class = cls, name = m } end
   end
   p:close()
   return out
@@ -146,5 +146,44 @@ describe("docs/device.md", function()
     p:close()
     assert.same({}, missing)
     assert.truthy(next(seen) == nil)
+  end)
+end)
+
+describe("LuaCATS annotations (lua/cuasync/types/)", function()
+  -- the public classes whose every method and field a language server completes
+  local CLASSES = { "Pipeline", "Sweep", "Program", "Module", "Kernel", "Config", "Buffer", "HostBuffer", "Device",
+                    "Stream", "Event", "Graph", "TensorMap", "Hang" }
+
+  it("annotate every method of the public classes, and only methods that exist", function()
+    local meta = ""
+    for _, f in ipairs({ "core", "launch", "pipeline" }) do meta = meta .. H.read("lua/cuasync/types/" .. f .. ".lua") end
+    local want, missing, wrong = {}, {}, {}
+    for _, c in ipairs(CLASSES) do
+      want[c] = {}
+      assert.truthy(meta:find("---@class cuasync." .. c .. "\n", 1, true), c .. ": no ---@class")
+    end
+    for _, m in ipairs(methods()) do
+      if want[m.class] then
+        want[m.class][m.name] = true
+        if not meta:find(("function %s:%s("):format(m.class, m.name), 1, true) then missing[#missing + 1] = m.class .. ":" .. m.name end
+      end
+    end
+    for _, c in ipairs({ "Buffer", "HostBuffer", "Stream", "Event" }) do want[c].close = true end   -- handle.define
+    for c, name in meta:gmatch("\nfunction ([%w_]+):([%w_]+)%(") do
+      if not (want[c] and want[c][name]) then wrong[#wrong + 1] = c .. ":" .. name end
+    end
+    assert.same({}, missing)
+    assert.same({}, wrong)
+  end)
+
+  it("type the fields the reference lists for plans and launch configs", function()
+    local P = H.read("lua/cuasync/types/pipeline.lua")
+    for _, f in ipairs({ "tx_bytes", "smem_bytes", "block", "full_count", "empty_count", "stages", "cluster_size" }) do
+      assert.truthy(P:find("---@field " .. f .. " ", 1, true), "Pipeline." .. f)
+    end
+    local L = H.read("lua/cuasync/types/launch.lua")
+    for _, f in ipairs({ "grid", "block", "smem", "cluster", "stream" }) do
+      assert.truthy(L:find("---@field " .. f .. " ", 1, true), "Config." .. f)
+    end
   end)
 end)

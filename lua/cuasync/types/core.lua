@@ -1,0 +1,139 @@
+---@meta
+-- LuaCATS annotations for lua-language-server (never required at run time): the module, devices,
+-- memory, streams, programs, kernels and launch configs. docs/reference.md says what each does;
+-- spec/docs_spec.lua checks that every method of these classes is annotated here or beside.
+
+---@class cuasync
+---@field version string
+---@field library string the native library's path
+---@field limits { sm_90: cuasync.Limits }
+---@field cache { dir: fun(): string, stats: { hits: integer, misses: integer, nvrtc: integer, written: integer }, clear_memory: fun() }
+local cuasync = {}
+---@return boolean ok, string? why
+function cuasync.available() end
+---@param ordinal? integer
+---@return cuasync.Device
+function cuasync.device(ordinal) end
+---@return cuasync.Device
+function cuasync.current_device() end
+---@param opts? { timeout_ms: number }
+function cuasync.synchronize(opts) end
+---@param bytes integer
+---@return cuasync.Buffer
+function cuasync.alloc(bytes) end
+---@param bytes integer
+---@return cuasync.HostBuffer
+function cuasync.host_alloc(bytes) end
+---@param opts? { non_blocking: boolean }
+---@return cuasync.Stream
+function cuasync.stream(opts) end
+---@return cuasync.Event
+function cuasync.event() end
+---@param spec { source: string?, file: string?, name: string?, defines: table?, options: string[]?, headers: table<string,string>?, arch: string?, watchdog: (boolean|{ timeout_ms: number, action: "exit"|"trap" })? }
+---@return cuasync.Program
+function cuasync.program(spec) end
+---@param spec table the fields of docs/reference.md "Pipeline plans"
+---@return cuasync.Pipeline
+function cuasync.pipeline(spec) end
+---@param spec table the fields of docs/sweeps.md
+---@return cuasync.Sweep
+function cuasync.sweep(spec) end
+---@param spec table dtype, dims, strides, box, swizzle, ... (docs/reference.md "Tensor maps")
+---@return cuasync.TensorMap
+function cuasync.tensormap(spec) end
+---@param fn fun(s: cuasync.Stream)
+---@param opts? { stream: cuasync.Stream?, name: string? }
+---@return cuasync.Graph
+function cuasync.graph(fn, opts) end
+---@param fn fun()
+---@param opts? { warmup: integer?, reps: integer?, stream: cuasync.Stream?, before: fun()?, host: boolean? }
+---@return { median: number, min: number, max: number, mean: number, times: number[] }
+function cuasync.bench(fn, opts) end
+---@return boolean
+function cuasync.is_hang(e) end
+---@return boolean
+function cuasync.is_driver_error(e) end
+---@return boolean
+function cuasync.is_cancelled(e) end
+
+---@class cuasync.Limits
+---@field name string
+---@field cc integer
+---@field max_threads_per_block integer
+---@field smem_optin integer
+---@field reserved_smem_per_block integer
+
+---@class cuasync.Device
+---@field ordinal integer
+---@field name string
+---@field arch string "sm_90a"
+---@field cc integer
+---@field sms integer
+---@field total_mem integer
+---@field smem_optin integer
+---@field l2_bytes integer
+---@field cluster boolean whether the device launches clusters
+local Device = {}
+---@return cuasync.Limits
+function Device:limits() end
+---@return integer free, integer total
+function Device:mem_info() end
+---@param opts? { timeout_ms: number }
+function Device:synchronize(opts) end
+
+---@class cuasync.Buffer
+---@field ptr ffi.cdata* the device address
+---@field nbytes integer
+local Buffer = {}
+---@param src string|cuasync.HostBuffer|ffi.cdata*
+---@param bytes? integer
+---@param offset? integer
+---@param stream? cuasync.Stream
+function Buffer:upload(src, bytes, offset, stream) end
+---@param ctype? string
+---@param n? integer
+---@return ffi.cdata*
+function Buffer:download(ctype, n) end
+---@param dst cuasync.HostBuffer|ffi.cdata*
+---@param bytes? integer
+---@param offset? integer
+---@param stream? cuasync.Stream
+function Buffer:download_to(dst, bytes, offset, stream) end
+---@param byte integer
+---@param bytes? integer
+---@param offset? integer
+---@param stream? cuasync.Stream
+function Buffer:fill(byte, bytes, offset, stream) end
+---@return integer
+function Buffer:size() end
+function Buffer:close() end
+
+---@class cuasync.HostBuffer
+---@field ptr ffi.cdata*
+---@field nbytes integer
+local HostBuffer = {}
+---@param ctype string "float *"
+---@return ffi.cdata*
+function HostBuffer:as(ctype) end
+---@return integer
+function HostBuffer:size() end
+function HostBuffer:close() end
+
+---@class cuasync.Stream
+local Stream = {}
+---@param opts? { timeout_ms: number }
+function Stream:synchronize(opts) end
+function Stream:close() end
+
+---@class cuasync.Event
+local Event = {}
+---@param stream? cuasync.Stream
+function Event:record(stream) end
+---@return boolean
+function Event:query() end
+---@param opts? { timeout_ms: number }
+function Event:synchronize(opts) end
+---@param later cuasync.Event
+---@return number ms
+function Event:elapsed(later) end
+function Event:close() end

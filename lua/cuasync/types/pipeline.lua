@@ -1,0 +1,104 @@
+---@meta
+-- LuaCATS annotations: pipeline plans, the watchdog's hang error, sweeps.
+
+---@class cuasync.Pipeline
+---@field name string
+---@field stages integer
+---@field kind "tma"|"cp_async"
+---@field tx_bytes integer bytes a stage's full barrier must see complete (TMA and bulk plans)
+---@field stage_bytes integer bytes a stage's cp.async copies bring (cp.async plans)
+---@field smem_bytes integer dynamic shared memory, alignment slack included
+---@field block integer threads per block
+---@field pitch integer
+---@field align integer
+---@field full_count integer
+---@field empty_count integer
+---@field cluster_size integer
+---@field wait_depth integer? cp.async groups in flight (completion = "group")
+---@field loads table[]
+---@field roles table
+local Pipeline = {}
+---@return string
+function Pipeline:explain() end
+---@return table[]
+function Pipeline:layout() end
+---@return string
+function Pipeline:header() end
+---@return table<string, integer>
+function Pipeline:defines() end
+---@param target? cuasync.Device|"sm_90"|"sm_90a"|cuasync.Limits
+---@return cuasync.Pipeline
+function Pipeline:check(target) end
+---@param spec table the fields of cuasync.program
+---@return cuasync.Program
+function Pipeline:program(spec) end
+---@param opts { grid: integer|integer[], stream: cuasync.Stream? }
+---@return cuasync.Config
+function Pipeline:launch_config(opts) end
+---@param opts? { iterations: integer?, runs: integer?, seed: integer?, explore: ("random"|"exhaustive")?, bound: integer? }
+---@return { ok: boolean, kind: string?, report: fun(self): string }
+function Pipeline:simulate(opts) end
+---@param fault table tx_delta | consumer_arrivals | parity_flip | producer_exits_at | skip_commit | wait_depth_delta | early_read
+---@return cuasync.Pipeline
+function Pipeline:mutate(fault) end
+
+---@class cuasync.Hang
+---@field kind "hang"
+---@field kernel string
+---@field block integer[]
+---@field warp integer
+---@field role string
+---@field barrier string
+---@field stage integer
+---@field parity integer
+---@field iteration integer
+---@field waited_ms number
+---@field context_ok boolean
+local Hang = {}
+---@return string
+function Hang:explain() end
+
+---@class cuasync.SweepRow
+---@field kind "measured"|"pruned"|"failed"|"skipped"|"cancelled"
+---@field params table
+---@field ms number?
+---@field gbps number?
+---@field tflops number?
+---@field ratio number?
+---@field verified boolean?
+---@field reason string?
+---@field registers integer?
+---@field spills integer?
+
+---@class cuasync.Sweep
+---@field name string
+---@field rows cuasync.SweepRow[]
+---@field best cuasync.SweepRow?
+---@field complete boolean
+---@field notes string[]?
+local Sweep = {}
+---@param opts? { jobs: integer?, gpus: ("all"|integer[])?, force: boolean?, shard: string?, quiet: boolean?, strategy: string?, budget: table?, seed: integer?, replay: boolean?, slurm: table? }
+---@return cuasync.Sweep
+function Sweep:run(opts) end
+function Sweep:print() end
+---@return string
+function Sweep:text() end
+---@param format "csv"|"json"|"t4"|"plot"|"text"
+---@param path string
+function Sweep:write(format, path, opts) end
+---@return string path
+function Sweep:csv(path) end
+---@return string path
+function Sweep:json(path) end
+---@return string path
+function Sweep:plot(path, opts) end
+---@param opts { x: string, series: string?, memory: table? }
+---@return { text: fun(self): string }
+function Sweep:knee(opts) end
+---@return table[]
+function Sweep:points() end
+---@param name string
+---@param values any[]
+function Sweep:set_param(name, values) end
+---@return string
+function Sweep:label(p) end
