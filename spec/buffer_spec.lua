@@ -55,6 +55,10 @@ describe("cuasync.alloc", function()
     ffi.fill(pinned.ptr, n * 4, 0xFF)
     d:download_to(pinned)
     assert.equal(0, ffi.C.memcmp(pinned.ptr, src, n * 4))
+    local typed = pinned:as("float")   -- the element type; a pointer type is refused by name
+    assert.equal(src[5], typed[5])
+    assert.has.error(function() pinned:as("float *") end,
+      'cuasync.host_buffer.as: ctype must be the element type, not a pointer (got "float *"): as("float") returns a float *')
     pinned:close(); pinned:close()
     d:close()
   end)

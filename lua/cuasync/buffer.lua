@@ -247,6 +247,10 @@ function HostBuffer:size() return tonumber(self.nbytes) end
 function HostBuffer:as(ctype)
   if self.ptr == nil then util.fail("host_buffer.as", handle.dead("host buffer", self)) end
   local _, _, name = element_type("host_buffer.as", ctype)
+  if name:match("%*%s*$") then   -- as("float *") would give a float ** that takes numbers for pointers
+    util.fail("host_buffer.as", ("ctype must be the element type, not a pointer (got %q): as(%q) returns a %s"):format(
+      ctype, (name:gsub("%s*%*%s*$", "")), name))
+  end
   return ffi.cast(name .. " *", self.ptr)
 end
 

@@ -112,9 +112,9 @@ function Buffer:close() end
 ---@field ptr ffi.cdata*
 ---@field nbytes integer
 local HostBuffer = {}
----@param ctype string "float *"
+---@param elem string the element type: "float" gives a float *
 ---@return ffi.cdata*
-function HostBuffer:as(ctype) end
+function HostBuffer:as(elem) end
 ---@return integer
 function HostBuffer:size() end
 function HostBuffer:close() end
