@@ -98,6 +98,10 @@ describe("cp.async plans", function()
     local tm = cuasync.tensormap{ ptr = 2 ^ 20, bytes = 2 ^ 30, encode = false, dtype = "f32", dims = { 4096, 4096 }, box = { 64, 32 } }
     refuses("loads mixes cp.async loads (loads[1]) and tensor maps (loads[2])",
             { loads = { { cp_async = 16384 }, { map = tm, name = "t" } }, producer = { warps = 1 }, consumer = { warps = 4 } })
+    -- the driver's yardstick options
+    assert.error_matches(function() cp.program{ align = 16 } end, "opts.align is the yardsticks' %(impl ring or cxx%)")
+    assert.error_matches(function() cp.program{ impl = "ring", align = 64 } end, "opts.align must be 128 or 16 %(got 64%)")
+    assert.error_matches(function() cp.program{ impl = "cxx", release = "thread" } end, "is the hand%-written streaming copy")
   end)
 
   it("simulate both completion forms and both role forms to completion", function()
