@@ -91,6 +91,21 @@ describe("graph", function()
     assert.has.error(function() G:launch() end, "cuasync.graph.launch: the graph is closed")
   end)
 
+  gpu_it("a launch goes to the stream it names: the launch cache keys each stream apart (two streams print alike)", function()
+    local axpy = kernels()
+    local n = 1024
+    local y, x = cuasync.alloc(n * 4), cuasync.alloc(n * 4)
+    x:fill(0); y:fill(0)
+    local s1, s2 = cuasync.stream(), cuasync.stream()
+    assert.equal(tostring(s1), tostring(s2))
+    axpy:launch({ grid = 4, block = 128, stream = s1 }, y, x, 0.5, n)
+    s1:synchronize()
+    -- the same grid and block on the capture stream: before, the runner made for s1 was taken
+    local G = cuasync.graph(function(gs) axpy:launch({ grid = 4, block = 128, stream = gs }, y, x, 0.5, n) end)
+    assert.equal(1, G.nodes.kernel)
+    G:close(); s1:close(); s2:close(); x:close(); y:close()
+  end)
+
   gpu_it("G:update: new arguments update in place; a changed topology re-instantiates and says why", function()
     local axpy = kernels()
     local hx, fx = randoms(N)
