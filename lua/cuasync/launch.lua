@@ -60,16 +60,7 @@ function M.key(cfg)
   if cl ~= nil then cl = dims_part(cl); if not cl then return nil end end
   parts[4] = cl or ""
   local s = cfg.stream
-  if s == nil then parts[5] = ""
-  else
-    -- the stream object and its CUstream: every open stream prints alike ("cuasync.stream(open)"),
-    -- so keying on its text sent a launch on one stream to the runner made for another
-    local ok, id = pcall(function()
-      return tostring(ffi.cast("uintptr_t", ffi.cast("const void *", s))) .. ":" .. tostring(ffi.cast("uintptr_t", s.handle))
-    end)
-    if not ok then return nil end   -- not a cuasync stream: no cached runner (prepare names it)
-    parts[5] = id
-  end
+  parts[5] = s == nil and "" or streams.key(s)   -- not a cuasync stream: no cached runner (prepare names it)
   parts[6] = tostring(cfg.non_portable)
   parts[7] = tostring(cfg.cluster_policy)
   parts[8] = tostring(cfg.cooperative)

@@ -135,6 +135,14 @@ function M.handle(s)
   util.fail("stream", ("expected a cuasync.stream() or nil (got %s)"):format(util.describe(s)))
 end
 
+-- A launch cache's key for a stream object (nil for anything else): its CUstream, since every
+-- open stream prints alike ("cuasync.stream(open)"). A stream made after another was closed may
+-- get its CUstream again, and a runner cached for that value then launches on the live one.
+function M.key(s)
+  if not ffi.istype(stream_t, s) then return nil end
+  return tostring(ffi.cast("uintptr_t", s.handle))
+end
+
 function Event:record(stream)
   if self.open == 0 then util.fail("event.record", handle.dead("event", self)) end
   capture.refuse("event.record", "an event inside a capture cannot be waited on or timed from the host (record events around G:launch)")
