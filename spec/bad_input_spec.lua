@@ -123,16 +123,19 @@ describe("bad input", function()
   end)
 
   it("9: the sweep's fields are checked: a non-program, baseline figures, NaN or inf work, unknown build keys, order twice, odd values", function()
-    local rows = rows_of({ k = { 1, 2, 3, 4 } }, function(p)
+    local rows = rows_of({ k = { 1, 2, 3, 4, 5 } }, function(p)
       if p.k == 1 then return { run = nop, bytes = 0 / 0 } end
       if p.k == 2 then return { run = nop, flops = 1 / 0 } end
       if p.k == 3 then return { run = nop, verfy = function() return true end } end
-      return { run = nop, bytes = 8 }
+      if p.k == 5 then return { run = nop, bytes = 8, stage_inflight = -4096 } end
+      return { run = nop, bytes = 8, inflight = 32768, stage_inflight = 8192 }
     end)
     assert.equal("build(p).bytes must be a finite non-negative number (got nan)", rows[1].reason)
     assert.equal("build(p).flops must be a finite non-negative number (got inf)", rows[2].reason)
     assert.truthy(rows[3].reason:find('^build%(p%) returned an unknown field "verfy" %(fields: bytes, '), rows[3].reason)
     assert.equal("measured", rows[4].kind)
+    assert.equal(8192, rows[4].stage_inflight)
+    assert.equal("build(p).stage_inflight must be a finite non-negative number (got -4096)", rows[5].reason)
     local prog = rows_of({ k = { 1 } }, function() return { run = nop } end, { program = function() return {} end })
     assert.equal("program: program(p) must return a cuasync.program (got an empty table)", prog[1].reason)
     local function bad(spec, msg)

@@ -229,14 +229,15 @@ describe("sweep reports", function()
 end)
 
 describe("sweep knee", function()
-  -- fixed rows: series a saturates at stages 3 (bytes in flight 24 KiB there), series b keeps
-  -- gaining to the last point
+  -- fixed rows: series a saturates at stages 3 (bytes in flight 24 KiB there; one 8 KiB stage
+  -- per SM), series b keeps gaining to the last point (its build gave no stage_inflight)
   local function fixed()
     local S = setmetatable({ order = { "s", "stages" }, params = { s = { "a", "b" }, stages = { 1, 2, 3, 4, 5 } }, rows = {} }, sweep.Sweep)
     local figs = { a = { 1.0, 1.6, 2.0, 2.02, 2.03 }, b = { 1, 2, 3, 4, 5 } }
     for _, s in ipairs({ "a", "b" }) do
       for i, f in ipairs(figs[s]) do
-        S.rows[#S.rows + 1] = { kind = "measured", verified = true, params = { s = s, stages = i }, gbps = f, inflight = i * 8192 }
+        S.rows[#S.rows + 1] = { kind = "measured", verified = true, params = { s = s, stages = i }, gbps = f, inflight = i * 8192,
+                                stage_inflight = s == "a" and 8192 or nil }
       end
     end
     return S
@@ -250,16 +251,27 @@ describe("sweep knee", function()
     assert.is_true(K.series[1].reached)
     assert.equal(5, K.series[2].knee)
     assert.is_false(K.series[2].reached)
-    -- 2640 GB/s x 800 ns / 132 SMs = 16000 bytes: 2 stages (16384) cover it
-    assert.equal(2, K.series[1].predicted)
-    assert.equal(1, K.series[1].off)
+    -- 2640 GB/s x 800 ns / 132 SMs = 16000 bytes, plus the 8192 of the stage still landing:
+    -- 3 stages (24576) cover 24192; without stage_inflight (series b) 2 stages (16384) cover 16000
+    assert.equal(3, K.series[1].predicted)
+    assert.equal(0, K.series[1].off)
+    assert.equal(2, K.series[2].predicted)
     local text = K:text()
-    assert.truthy(text:find("s=a: measured stages=3, 24.0 KiB in flight per SM; predicted stages=2 (16.0 KiB), 1 step off", 1, true), text)
+    assert.truthy(text:find("s=a: measured stages=3, 24.0 KiB in flight per SM; predicted stages=3 (24.0 KiB of 23.6 KiB needed), 0 steps off", 1, true), text)
     assert.truthy(text:find("s=b: measured stages=5 (still gaining at the last step)", 1, true), text)
     assert.truthy(text:find("knee predicted within one step in 1 of 2 series", 1, true), text)
+    assert.truthy(text:find("= 15.6 KiB in flight per SM, plus one stage of every resident block", 1, true), text)
+    -- a consumer that holds a landed stage one stage-time (a bulk store drains it): 16000 + 2 x
+    -- 8192 = 32384 needs 4 stages (32768)
+    local held = fixed():knee{ x = "stages", series = "s", hold = 1, memory = { latency_ns = 800, dtod_gbps = 2 * 2640, sms = 132, bytes_per_sm = 16000 } }
+    assert.equal(4, held.series[1].predicted)
+    assert.equal(32384, held.series[1].points[4].need)
+    assert.truthy(held:text():find("plus 2 stages (one landing, 1 held) of every resident block", 1, true), held:text())
     assert.error_matches(function() fixed():knee{ x = "depth" } end, 'x = "depth" is not a parameter of the sweep')
     assert.error_matches(function() fixed():knee{ x = "stages", series = "stages" } end, "series names \"stages\", which is not a parameter other than x")
     assert.error_matches(function() fixed():knee{ x = "stages", memory = {} } end, "memory must be a cuasync.probe.memory%(%) result")
+    assert.error_matches(function() fixed():knee{ x = "stages", hold = -1 } end, "hold must be a finite number of stages >= 0 %(got %-1%)")
+    assert.error_matches(function() fixed():knee{ x = "stages", hold = "1" } end, 'hold must be a finite number of stages >= 0 %(got "1"%)')
   end)
 end)
 

@@ -203,10 +203,11 @@ function M.build(opts, b)
     return false, ("%d of %d elements off the reference (largest difference %.3g)"):format(bad, m * n, worst)
   end
   -- bytes in flight per SM (a sweep's knee): every stage of every resident block (the grid is
-  -- persistent, at most one block per SM)
+  -- persistent, at most one block per SM), and one stage of each
   local grid = type(cfg.grid) == "table" and cfg.grid[1] or cfg.grid
+  local per_sm = math.ceil(grid / device.current().sms)
   return { run = run, verify = verify, poison = function() b.c:fill(0xFF) end, flops = 2 * m * n * k, plan = P, kernel = kern,
-           config = cfg, inflight = P.tx_bytes * P.stages * math.ceil(grid / device.current().sms) }
+           config = cfg, inflight = P.tx_bytes * P.stages * per_sm, stage_inflight = P.tx_bytes * per_sm }
 end
 
 -- The helpers of kernels-src/gemm_ref.cu, compiled once.

@@ -1,11 +1,13 @@
--- cuasync.probe.memory([dev]) -> { latency_ns, idle_ns, dtod_gbps, sms, bytes_per_sm, device }:
+-- cuasync.probe.memory([dev]) -> { latency_ns, idle_ns, load_gbps, dtod_gbps, sms, bytes_per_sm, device }:
 -- what a pipeline must keep in flight per SM to cover the memory latency at full bandwidth
 -- (Little's law: bytes in flight = bandwidth x latency). kernels-src/probe_memory.cu follows a
 -- chain of dependent loads over 256 MiB (five times the L2, no line visited twice): idle_ns is
--- one load alone; latency_ns is one load while every other block streams a copy, the latency
--- at full bandwidth, which Little's law wants. dtod_gbps is cuMemcpyDtoD counting read + write,
--- so the read bandwidth a load pipeline draws is half of it. Measured once per device and
--- driver, then read from $CUASYNC_CACHE_DIR/probe (an entry whose checksum fails is measured again).
+-- one load alone; latency_ns is one load while every SM streams a bulk copy at full bandwidth
+-- (load_gbps, read + written, is what the streams moved meanwhile), the latency Little's law
+-- wants: a load's latency doubles between 0.8 and 0.95 of the bandwidth (docs/sweeps.md).
+-- dtod_gbps is cuMemcpyDtoD counting read + write, so the read bandwidth a load pipeline draws
+-- is half of it. Measured once per device and driver, then read from $CUASYNC_CACHE_DIR/probe
+-- (an entry whose checksum fails, or written by an older probe, is measured again).
 local device = require("cuasync.device")
 local buffer = require("cuasync.buffer")
 local program = require("cuasync.program")
@@ -15,7 +17,10 @@ local util = require("cuasync.util")
 local bench = require("cuasync.tools.bench")
 local json = require("cuasync.tools.json")
 
-local M = { BYTES = 256 * 1024 * 1024, STEPS = 8192, STRIDE = 8193 }
+-- LOAD_BLOCKS x the ring of probe_loaded (4 x 4 KiB) = 64 KiB in flight per SM: full bandwidth;
+-- the load copies LOAD_BYTES (1 GiB: with 256 MiB, L2 hits made it read 1.07 of DtoD)
+local M = { BYTES = 256 * 1024 * 1024, STEPS = 8192, STRIDE = 8193, LOAD_BLOCKS = 4, LOAD_CHUNK = 4096,
+            LOAD_BYTES = 1024 * 1024 * 1024 }
 
 local function path(dev)
   local key = (dev.name .. "_" .. tostring(device.driver_version())):gsub("[^%w_%-]", "_")
@@ -23,7 +28,7 @@ local function path(dev)
 end
 
 local function checksum(r)
-  return cache.sha256(("%.6f|%.6f|%.6f|%d|%s"):format(r.latency_ns, r.idle_ns, r.dtod_gbps, r.sms, r.device))
+  return cache.sha256(("%.6f|%.6f|%.6f|%.6f|%d|%s"):format(r.latency_ns, r.idle_ns, r.load_gbps, r.dtod_gbps, r.sms, r.device))
 end
 
 local function finish(r)
@@ -36,10 +41,11 @@ local function measure(dev)
   local mod = prog:compile()
   local chain = mod:kernel("probe_chain", "ptr, u32, u32")
   local chase = mod:kernel("probe_chase", "ptr, u32, u32, ptr")
-  local loaded = mod:kernel("probe_loaded", "ptr, u32, u32, ptr, ptr, u64, ptr, ptr")
+  local loaded = mod:kernel("probe_loaded", "ptr, u32, u32, ptr, ptr, u64, ptr, ptr, ptr")
+  local grid = M.LOAD_BLOCKS * dev.sms
   local lines = M.BYTES / 128
-  local a, b, c, out = buffer.alloc(M.BYTES), buffer.alloc(M.BYTES), buffer.alloc(M.BYTES), buffer.alloc(64)
-  local flag = buffer.alloc(16)
+  local a, b, c, out = buffer.alloc(M.BYTES), buffer.alloc(M.LOAD_BYTES), buffer.alloc(M.LOAD_BYTES), buffer.alloc(64)
+  local flag, moved = buffer.alloc(16), buffer.alloc(16 * grid)
   local ok, res = pcall(function()
     chain:launch({ grid = lines / 256, block = 256 }, a, lines, M.STRIDE)
     streams.synchronize()
@@ -49,20 +55,27 @@ local function measure(dev)
       chase:launch({ grid = 1, block = 1 }, a, start, M.STEPS, out)
       start = (start + M.STEPS * M.STRIDE) % lines
     end, { warmup = 1, reps = 5 })
-    local dtod = bench.bench(function() b:upload(a) end, { warmup = 2, reps = 10 })
-    -- under load: the median of five chases, each beside a streaming copy on every other block
-    local ns = {}
+    local dtod = bench.bench(function() c:upload(b) end, { warmup = 2, reps = 10 })
+    -- at full bandwidth: the median of five chases, each beside a bulk copy on every SM; the
+    -- load is the sum of what each block moved per ns while the chase ran
+    local ns, gbps = {}, {}
     for i = 1, 5 do
-      out:fill(0); flag:fill(0)
-      loaded:launch({ grid = 2 * dev.sms, block = 256 }, a, start, M.STEPS, b, c, M.BYTES / 16, flag, out)
+      out:fill(0); flag:fill(0); moved:fill(0)
+      loaded:launch({ grid = grid, block = 64 }, a, start, M.STEPS, b, c, M.LOAD_BYTES / M.LOAD_CHUNK, flag, out, moved)
       start = (start + M.STEPS * M.STRIDE) % lines
       streams.synchronize{ timeout_ms = 5000 }
       ns[i] = tonumber(out:download("uint64_t", 1)[0]) / M.STEPS
+      local m, sum = moved:download("uint64_t", 2 * grid), 0
+      for blk = 0, grid - 1 do
+        if m[2 * blk + 1] > 0 then sum = sum + tonumber(m[2 * blk]) / tonumber(m[2 * blk + 1]) end
+      end
+      gbps[i] = sum
     end
-    return { latency_ns = bench.median(ns), idle_ns = t.median * 1e6 / M.STEPS, dtod_gbps = 2 * M.BYTES / (dtod.median * 1e6),
+    return { latency_ns = bench.median(ns), idle_ns = t.median * 1e6 / M.STEPS, load_gbps = bench.median(gbps),
+             dtod_gbps = 2 * M.LOAD_BYTES / (dtod.median * 1e6),
              sms = dev.sms, device = dev.name }
   end)
-  a:close(); b:close(); c:close(); out:close(); flag:close()
+  a:close(); b:close(); c:close(); out:close(); flag:close(); moved:close()
   if not ok then error(res, 0) end
   return res
 end
@@ -79,13 +92,15 @@ function M.memory(dev, opts)
   local file = path(dev)
   local doc = not (opts and opts.force) and cache.file_kind(file) == "file" and json.decode_file(file)
   if type(doc) == "table" and type(doc.latency_ns) == "number" and type(doc.idle_ns) == "number" and type(doc.dtod_gbps) == "number"
+     and type(doc.load_gbps) == "number"
      and type(doc.sms) == "number" and type(doc.device) == "string" and doc.sum == checksum(doc) then
     doc.sum, doc.cached = nil, true
     return finish(doc)
   end
   local r = measure(dev)
   if os.getenv("CUASYNC_CACHE") ~= "0" then
-    local sealed = { latency_ns = r.latency_ns, idle_ns = r.idle_ns, dtod_gbps = r.dtod_gbps, sms = r.sms, device = r.device }
+    local sealed = { latency_ns = r.latency_ns, idle_ns = r.idle_ns, load_gbps = r.load_gbps, dtod_gbps = r.dtod_gbps,
+                     sms = r.sms, device = r.device }
     sealed.sum = checksum(sealed)
     cache.write_atomic(file, json.encode(sealed))
   end

@@ -92,7 +92,7 @@ function Sweep:csv(path) end
 function Sweep:json(path) end
 ---@return string path
 function Sweep:plot(path, opts) end
----@param opts { x: string, series: string?, memory: table? }
+---@param opts { x: string, series: string|string[]|nil, memory: table?, gain: number? }
 ---@return { text: fun(self): string }
 function Sweep:knee(opts) end
 ---@return table[]

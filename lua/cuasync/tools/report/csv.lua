@@ -6,7 +6,7 @@ local common = require("cuasync.tools.report.common")
 local M = {}
 
 M.COLUMNS = { "kind", "verified", "ms", "gbps", "tflops", "ratio", "gpu", "compile_ms", "cache", "cached", "reason",
-              "slow", "remeasured", "inflight", "registers", "spills" }
+              "slow", "remeasured", "inflight", "stage_inflight", "registers", "spills" }
 
 local function cell(v)
   if v == nil then return "" end

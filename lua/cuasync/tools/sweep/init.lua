@@ -5,7 +5,8 @@
 --   local S = cuasync.sweep{ name = "copy", params = { stages = {2, 4, 8}, chunk = {4096, 16384} },
 --     where = function(p) return p.stages * p.chunk <= 200000, "does not fit" end,
 --     program = function(p) return cuasync.program{...} end,     -- compiled in parallel workers
---     build = function(p) return { run = run, verify = fn, poison = fn, bytes = n, flops = f, inflight = b } end,
+--     build = function(p) return { run = run, verify = fn, poison = fn, bytes = n, flops = f, inflight = b,
+--                                          stage_inflight = s } end,
 --     baseline = { name = "cuMemcpyDtoD", run = fn, bytes = n }, rounds = 5, reps = 10, timeout_ms = 5000,
 --     strategy = "exhaustive", budget = { points = n, seconds = s }, seed = 1, flush_l2 = false,
 --     spills = "keep" | "prune" }

@@ -1,10 +1,15 @@
--- S:knee{ x = "stages", series = "rows" | { "inflight", "rows" }, memory = probe, gain = 0.02 }:
+-- S:knee{ x = "stages", series = "rows" | { "inflight", "rows" }, memory = probe, gain = 0.02, hold = 0 }:
 -- where extra steps along x stop paying. For each series (one value of each series parameter;
 -- the others take their best row at each x), the measured knee is the smallest x beyond which
 -- no larger x gains `gain` (2%) or more, with the bytes in flight per SM there (the row's
 -- `inflight`, from build: stage bytes x stages x resident blocks per SM). With memory (a
 -- cuasync.probe.memory result), the predicted knee is the smallest x whose bytes in flight
--- cover Little's law (memory.bytes_per_sm), shown beside the measured one, in steps apart.
+-- cover Little's law (memory.bytes_per_sm: read bandwidth x latency at full bandwidth) plus one
+-- stage of every resident block (the row's `stage_inflight`): a stage is consumed only once
+-- all of it has landed, so the stage still landing covers no latency; and `hold` more stages of
+-- every block when a consumer keeps a landed stage that long (1: a bulk store drains it before
+-- release; 0, the default: consumers read it into registers and release it). Shown beside the
+-- measured knee, in steps apart.
 local util = require("cuasync.util")
 local common = require("cuasync.tools.report.common")
 
@@ -17,7 +22,7 @@ local function kib(b) return b and ("%.1f KiB"):format(b / 1024) or "? KiB" end
 function M.find(S, o)
   local where = "sweep.knee"
   util.kind(where, "argument", o, "table")
-  util.known_fields(where, o, { x = true, series = true, memory = true, gain = true })
+  util.known_fields(where, o, { x = true, series = true, memory = true, gain = true, hold = true })
   local known = {}
   for _, k in ipairs(S.order) do known[k] = true end
   if not known[o.x] then util.fail(where, ("x = %s is not a parameter of the sweep (%s)"):format(util.describe(o.x), table.concat(S.order, ", "))) end
@@ -28,6 +33,10 @@ function M.find(S, o)
   end
   local gain = o.gain or 0.02
   if type(gain) ~= "number" or gain <= 0 or gain >= 1 then util.fail(where, ("gain must be a number in (0, 1) (got %s)"):format(util.describe(gain))) end
+  local hold = o.hold or 0
+  if type(hold) ~= "number" or hold ~= hold or hold < 0 or hold == math.huge then
+    util.fail(where, ("hold must be a finite number of stages >= 0 (got %s)"):format(util.describe(hold)))
+  end
   local need = o.memory and o.memory.bytes_per_sm
   if o.memory ~= nil and type(need) ~= "number" then util.fail(where, "memory must be a cuasync.probe.memory() result (it has no bytes_per_sm)") end
 
@@ -45,12 +54,12 @@ function M.find(S, o)
     end
   end
   local xs = S.params and S.params[o.x]
-  local out = setmetatable({ x = o.x, gain = gain, need = need, memory = o.memory, series = {} }, K)
+  local out = setmetatable({ x = o.x, gain = gain, need = need, hold = hold, memory = o.memory, series = {} }, K)
   for _, label in ipairs(names) do
     local pts = {}
     for _, xv in ipairs(xs or {}) do
       local r = groups[label][xv]
-      if r then pts[#pts + 1] = { x = xv, figure = common.figure(r), inflight = r.inflight } end
+      if r then pts[#pts + 1] = { x = xv, figure = common.figure(r), inflight = r.inflight, stage = r.stage_inflight } end
     end
     if #pts > 0 then
       local at
@@ -63,7 +72,8 @@ function M.find(S, o)
                   reached = at < #pts or #pts == 1 }
       if need then
         for i, p in ipairs(pts) do
-          if p.inflight and p.inflight >= need then s.predicted, s.predicted_index = p.x, i break end
+          p.need = need + (1 + hold) * (p.stage or 0)
+          if p.inflight and p.inflight >= p.need then s.predicted, s.predicted_index = p.x, i break end
         end
         s.off = s.predicted_index and math.abs(s.predicted_index - at) or nil
       end
@@ -79,8 +89,9 @@ function K:text()
   local head = ("knee along %s (the smallest %s beyond which no step gains %g%% or more)"):format(self.x, self.x, self.gain * 100)
   if self.memory then
     local m = self.memory
-    head = head .. (("; Little's law: %.0f GB/s read (half of DtoD) x %.0f ns latency at that load%s / %d SMs = %s in flight per SM"):format(
-      m.dtod_gbps / 2, m.latency_ns, m.idle_ns and (" (%.0f ns idle)"):format(m.idle_ns) or "", m.sms, kib(self.need)))
+    head = head .. (("; Little's law: %.0f GB/s read (half of DtoD) x %.0f ns latency at full bandwidth%s / %d SMs = %s in flight per SM, plus %s of every resident block"):format(
+      m.dtod_gbps / 2, m.latency_ns, m.idle_ns and (" (%.0f ns idle)"):format(m.idle_ns) or "", m.sms, kib(self.need),
+      self.hold == 0 and "one stage" or ("%g stages (one landing, %g held)"):format(1 + self.hold, self.hold)))
   end
   lines[1] = head
   local hits, n = 0, 0
@@ -90,8 +101,9 @@ function K:text()
     if self.need then
       n = n + 1
       if s.predicted then
-        l = l .. ("; predicted %s=%s (%s), %d step%s off"):format(self.x, common.fmt_value(s.predicted),
-          kib(s.points[s.predicted_index].inflight), s.off, s.off == 1 and "" or "s")
+        local p = s.points[s.predicted_index]
+        l = l .. ("; predicted %s=%s (%s of %s needed), %d step%s off"):format(self.x, common.fmt_value(s.predicted),
+          kib(p.inflight), kib(p.need), s.off, s.off == 1 and "" or "s")
         if s.off <= 1 then hits = hits + 1 end
       else
         l = l .. "; predicted beyond the last point (no point has that much in flight)"

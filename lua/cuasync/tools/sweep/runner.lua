@@ -94,6 +94,7 @@ end
 -- (kernels/*.build) return beside it for the caller (kernel, plan, config, grid, per_sm). Any
 -- other is a misspelling the sweep would otherwise ignore (verfy: a variant never verified).
 local BUILD_FIELDS = { run = true, verify = true, poison = true, bytes = true, flops = true, inflight = true,
+                       stage_inflight = true,
                        kernel = true, plan = true, config = true, grid = true, per_sm = true }
 
 -- The build result's shape, or why it is wrong.
@@ -108,7 +109,7 @@ function M.check_build(v)
   for _, f in ipairs({ "verify", "poison" }) do
     if v[f] ~= nil and type(v[f]) ~= "function" then return ("build(p).%s must be a function (got %s)"):format(f, util.describe(v[f])) end
   end
-  for _, f in ipairs({ "bytes", "flops", "inflight" }) do
+  for _, f in ipairs({ "bytes", "flops", "inflight", "stage_inflight" }) do
     local n = v[f]
     if n ~= nil and (type(n) ~= "number" or n ~= n or n < 0 or n == math.huge) then
       return ("build(p).%s must be a finite non-negative number (got %s)"):format(f, util.describe(n))
@@ -177,6 +178,7 @@ local function try(S, r)
     r.verified = true
   end
   if v.inflight then r.inflight = v.inflight end
+  if v.stage_inflight then r.stage_inflight = v.stage_inflight end
   if nvtx.enabled() then
     local run, push, pop = v.run, nvtx.push, nvtx.pop
     v = setmetatable({ run = function() push(label); run(); pop() end }, { __index = v })

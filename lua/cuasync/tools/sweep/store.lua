@@ -53,7 +53,7 @@ end
 function M.entry(r)
   return M.seal({ kind = r.kind, ms = r.ms, gbps = r.gbps, tflops = r.tflops, ratio = r.ratio, verified = r.verified,
                   gpu = r.gpu, compile_ms = r.compile_ms, cache = r.cache, params = r.params, slow = r.slow,
-                  remeasured = r.remeasured, inflight = r.inflight, times = r.times, registers = r.registers, spills = r.spills })
+                  remeasured = r.remeasured, inflight = r.inflight, stage_inflight = r.stage_inflight, times = r.times, registers = r.registers, spills = r.spills })
 end
 
 -- An entry is trusted only when its sum matches and it is what the sweep writes: a measured

@@ -217,7 +217,7 @@ function M.measure(S, rows, gpus, step, best_cost)
     for _, wr in ipairs(doc.rows or {}) do
       local r = by[wr.index]
       if r then
-        for _, k in ipairs({ "kind", "reason", "ms", "gbps", "tflops", "ratio", "verified", "gpu", "times", "slow", "inflight", "cost", "elapsed_ms" }) do r[k] = wr[k] end
+        for _, k in ipairs({ "kind", "reason", "ms", "gbps", "tflops", "ratio", "verified", "gpu", "times", "slow", "inflight", "stage_inflight", "cost", "elapsed_ms" }) do r[k] = wr[k] end
         got[wr.index] = true
       end
     end
