@@ -256,6 +256,12 @@ describe("sweep knee", function()
     assert.equal(3, K.series[1].predicted)
     assert.equal(0, K.series[1].off)
     assert.equal(2, K.series[2].predicted)
+    -- rows without stage_inflight: Little's law alone, and the line does not claim the stage term
+    local bare = fixed()
+    for _, r in ipairs(bare.rows) do r.stage_inflight = nil end
+    local little = bare:knee{ x = "stages", series = "s", memory = { latency_ns = 800, dtod_gbps = 2 * 2640, sms = 132, bytes_per_sm = 16000 } }
+    assert.equal(2, little.series[1].predicted)
+    assert.falsy(little:text():find("plus", 1, true), little:text())
     local text = K:text()
     assert.truthy(text:find("s=a: measured stages=3, 24.0 KiB in flight per SM; predicted stages=3 (24.0 KiB of 23.6 KiB needed), 0 steps off", 1, true), text)
     assert.truthy(text:find("s=b: measured stages=5 (still gaining at the last step)", 1, true), text)

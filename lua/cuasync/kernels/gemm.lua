@@ -203,7 +203,7 @@ function M.build(opts, b)
     return false, ("%d of %d elements off the reference (largest difference %.3g)"):format(bad, m * n, worst)
   end
   -- bytes in flight per SM (a sweep's knee): every stage of every resident block (the grid is
-  -- persistent, at most one block per SM), and one stage of each
+  -- persistent, at most one block per SM); stage_inflight: one stage of each
   local grid = type(cfg.grid) == "table" and cfg.grid[1] or cfg.grid
   local per_sm = math.ceil(grid / device.current().sms)
   return { run = run, verify = verify, poison = function() b.c:fill(0xFF) end, flops = 2 * m * n * k, plan = P, kernel = kern,

@@ -43,6 +43,10 @@ local function measure(dev)
   local chase = mod:kernel("probe_chase", "ptr, u32, u32, ptr")
   local loaded = mod:kernel("probe_loaded", "ptr, u32, u32, ptr, ptr, u64, ptr, ptr, ptr")
   local grid = M.LOAD_BLOCKS * dev.sms
+  if loaded:occupancy(64, 0) < M.LOAD_BLOCKS then   -- the chase waits on streams that must run beside it
+    util.fail("probe.memory", ("probe_loaded needs %d blocks of 64 threads resident per SM; %s holds %d"):format(
+      M.LOAD_BLOCKS, dev.name, loaded:occupancy(64, 0)))
+  end
   local lines = M.BYTES / 128
   local a, b, c, out = buffer.alloc(M.BYTES), buffer.alloc(M.LOAD_BYTES), buffer.alloc(M.LOAD_BYTES), buffer.alloc(64)
   local flag, moved = buffer.alloc(16), buffer.alloc(16 * grid)

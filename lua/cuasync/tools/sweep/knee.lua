@@ -60,6 +60,7 @@ function M.find(S, o)
     for _, xv in ipairs(xs or {}) do
       local r = groups[label][xv]
       if r then pts[#pts + 1] = { x = xv, figure = common.figure(r), inflight = r.inflight, stage = r.stage_inflight } end
+      if r and r.stage_inflight then out.staged = true end
     end
     if #pts > 0 then
       local at
@@ -89,9 +90,10 @@ function K:text()
   local head = ("knee along %s (the smallest %s beyond which no step gains %g%% or more)"):format(self.x, self.x, self.gain * 100)
   if self.memory then
     local m = self.memory
-    head = head .. (("; Little's law: %.0f GB/s read (half of DtoD) x %.0f ns latency at full bandwidth%s / %d SMs = %s in flight per SM, plus %s of every resident block"):format(
+    head = head .. (("; Little's law: %.0f GB/s read (half of DtoD) x %.0f ns latency at full bandwidth%s / %d SMs = %s in flight per SM%s"):format(
       m.dtod_gbps / 2, m.latency_ns, m.idle_ns and (" (%.0f ns idle)"):format(m.idle_ns) or "", m.sms, kib(self.need),
-      self.hold == 0 and "one stage" or ("%g stages (one landing, %g held)"):format(1 + self.hold, self.hold)))
+      not self.staged and "" or self.hold == 0 and ", plus one stage of every resident block"
+        or (", plus %g stages (one landing, %g held) of every resident block"):format(1 + self.hold, self.hold)))
   end
   lines[1] = head
   local hits, n = 0, 0
