@@ -6,7 +6,7 @@
 -- data with its output poisoned first; GB/s (read + written) beside cuMemcpyDtoD in interleaved
 -- rounds. Then the yardsticks, side by side in one set of rounds: the plan's unified noinc copy,
 -- the same copy written by hand on pipeline_ring (cp_async_ring.cu), and through libcu++'s
--- cuda::pipeline + cuda::memcpy_async (cp_async_cxx.cu), at each stage count.
+-- cuda::pipeline + cuda::memcpy_async (cp_async_cxx.cu), at each vector size and stage count.
 --   luajit examples/cp_async_sweep.lua [--work copy,gather] [--stages 1,2,3,4,5,6,7,8] [--vector 16,8,4]
 --     [--completion mbarrier,group] [--producer all,warps] [--mib 1024] [--tile 16384] [--out DIR]
 local dir = arg[0]:match("^(.*)/[^/]*$") or "."
@@ -70,30 +70,37 @@ if o.out ~= "" then
   print("wrote " .. S:csv(o.out .. "/cp_async.csv") .. ", " .. S:json(o.out .. "/cp_async.json"))
 end
 
--- The yardsticks: the same streaming copy (unified, 16-byte .cg copies, noinc arrivals) from the
--- plan, by hand on pipeline_ring and through libcu++, at each stage count, in one set of rounds.
+-- The yardsticks: the same streaming copy (unified, noinc arrivals) from the plan, by hand on
+-- pipeline_ring and through libcu++, at each vector size and stage count, in one set of rounds.
+-- The three kernels store each stage the same way, so what differs is the pipeline.
 if o.yardsticks == "yes" and cuasync.available() then
   local variants = { { label = "cuMemcpyDtoD", run = function() local d = buffers() d.dst:upload(d.src) end } }
-  for _, stages in ipairs(words(o.stages)) do
-    for _, impl in ipairs({ "plan", "plan_off", "ring", "cxx" }) do
-      local v = build{ impl = impl == "plan_off" and "plan" or impl, stages = stages, tile = tile,
-                       watchdog = impl == "plan_off" and false or nil }
-      v.poison(); v.run()
-      local ok, why = v.verify()
-      if not ok then error(("%s at %d stages: %s"):format(impl, stages, why), 0) end
-      variants[#variants + 1] = { label = impl, stages = stages, run = v.run }
+  local IMPLS = { "plan", "plan_off", "ring", "cxx" }
+  for _, vector in ipairs(words(o.vector)) do
+    for _, stages in ipairs(words(o.stages)) do
+      for _, impl in ipairs(IMPLS) do
+        local v = build{ impl = impl == "plan_off" and "plan" or impl, stages = stages, tile = tile, vector = vector,
+                         watchdog = impl == "plan_off" and false or nil }
+        v.poison(); v.run()
+        local ok, why = v.verify()
+        if not ok then error(("%s, vector %d, %d stages: %s"):format(impl, vector, stages, why), 0) end
+        variants[#variants + 1] = { label = impl, stages = stages, vector = vector, run = v.run }
+      end
     end
   end
   cuasync.bench_rounds(variants, { rounds = o.rounds, reps = o.reps })
   local base = variants[1].ms
-  print(("\nyardsticks: the 1 GiB streaming copy, unified, 16-byte .cg copies, noinc arrivals; GB/s (ratio to cuMemcpyDtoD %.0f GB/s)"):format(
+  print(("\nyardsticks: the 1 GiB streaming copy, unified, noinc arrivals; GB/s (ratio to cuMemcpyDtoD %.0f GB/s)"):format(
     2 * bytes / (base * 1e6)))
   print("plan: the plan's kernel as P:program builds it (watchdog on); plan, no wd: built with watchdog = false; ring and cxx have none")
-  print(("%-7s %-16s %-16s %-16s %-16s %s"):format("stages", "plan", "plan, no wd", "ring (by hand)", "cxx (libcu++)",
-    "plan/ring  no-wd/ring  plan/cxx"))
-  for i = 2, #variants, 4 do
+  local function cell(v) return ("%5.0f (%.3f)"):format(2 * bytes / (v.ms * 1e6), base / v.ms) end
+  for i = 2, #variants, #IMPLS do
     local p, q, r, c = variants[i], variants[i + 1], variants[i + 2], variants[i + 3]
-    local function cell(v) return ("%5.0f (%.3f)"):format(2 * bytes / (v.ms * 1e6), base / v.ms) end
+    if i == 2 or p.vector ~= variants[i - #IMPLS].vector then
+      print(("\nvector %d (%s)"):format(p.vector, p.vector == 16 and "cp.async.cg" or "cp.async.ca"))
+      print(("%-7s %-16s %-16s %-16s %-16s %s"):format("stages", "plan", "plan, no wd", "ring (by hand)", "cxx (libcu++)",
+        "plan/ring  no-wd/ring  plan/cxx"))
+    end
     print(("%-7d %-16s %-16s %-16s %-16s %.3f      %.3f       %.3f"):format(p.stages, cell(p), cell(q), cell(r), cell(c),
       r.ms / p.ms, r.ms / q.ms, c.ms / p.ms))
   end

@@ -64,6 +64,10 @@ __device__ __forceinline__ void consume(Pipe &pipe, const Pipe::state &st, uint4
     pipe.consumer_wait(st);
     const uint4 *stage = reinterpret_cast<const uint4 *>(pipe.buffer(st, Plan::x));
     uint4 *o = out + t * V;
+    // One shared load, then its global store, per pass: unrolled, the compiler issues each
+    // thread's stores in a burst (4 x 16 B per warp at once), which on the H200 starved some of an
+    // SM's blocks and cost ~1% of the copy (docs/cp-async.md). The yardsticks store the same way.
+#pragma unroll 1
     for (unsigned e = pipe.consumer_index(); e < V; e += Plan::consumer_threads) {
         const unsigned v = (e + 32u) % V;    // another warp's copies
         o[v] = stage[v];

@@ -102,6 +102,10 @@ describe("cp.async plans", function()
     assert.error_matches(function() cp.program{ align = 16 } end, "opts.align is the yardsticks' %(impl ring or cxx%)")
     assert.error_matches(function() cp.program{ impl = "ring", align = 64 } end, "opts.align must be 128 or 16 %(got 64%)")
     assert.error_matches(function() cp.program{ impl = "cxx", release = "thread" } end, "is the hand%-written streaming copy")
+    assert.error_matches(function() cp.program{ impl = "ring", vector = 2 } end, "opts.vector must be 16, 8 or 4 %(got 2%)")
+    assert.error_matches(function() cp.program{ impl = "cxx", stages = 0 } end, "opts.stages must be an integer in 1..64 %(got 0%)")
+    assert.error_matches(function() cp.program{ impl = "ring", vector = 16, tile = 2048 } end,
+      "tile = 2048: the hand%-written copies need a multiple of 16 x 256 = 4096 bytes")
   end)
 
   it("simulate both completion forms and both role forms to completion", function()
@@ -164,6 +168,16 @@ describe("cp.async plans", function()
       local ptx = plan(c[1]):program{ file = "cp_async_copy.cu", arch = "sm_90a", watchdog = false }:ptx()
       for _, pat in ipairs(c[2]) do assert.truthy(ptx:find(pat) or ptx:find(pat, 1, true), pat) end
     end
+    -- the yardsticks copy with the vector they are given, as a plan would (libcu++ sizes its
+    -- copies from the element type too: a uint4 tile would stay at 16 bytes)
+    for _, impl in ipairs({ "ring", "cxx" }) do
+      for _, v in ipairs({ { 16, "cp%.async%.cg%.shared%.global %[%%r%d+%], %[%%rd%d+%], 16" },
+                           { 8, "cp%.async%.ca%.shared%.global %[%%r%d+%], %[%%rd%d+%], 8" },
+                           { 4, "cp%.async%.ca%.shared%.global %[%%r%d+%], %[%%rd%d+%], 4" } }) do
+        local ptx = cp.program{ impl = impl, vector = v[1], stages = 2 }:ptx()
+        assert.truthy(ptx:find(v[2]), ("%s, vector %d: %s"):format(impl, v[1], v[2]))
+      end
+    end
   end)
 
   gpu_it("copy and gather fresh random data through plans of each form (poisoned first), and the yardsticks", function()
@@ -224,8 +238,9 @@ describe("cp.async plans", function()
     check({ zero_fill = true, stages = 2, tile = tile, vector = 8, completion = "group" }, { src = src, bytes = bytes, expect = padded_copy })
     for _, impl in ipairs({ "ring", "cxx" }) do
       for _, stages in ipairs({ 1, 4 }) do check({ impl = impl, stages = stages, tile = tile }, { src = src, bytes = padded, expect = copied }) end
+      for _, vector in ipairs({ 8, 4 }) do check({ impl = impl, stages = 3, tile = tile, vector = vector }, { src = src, bytes = padded, expect = copied }) end
     end
-    assert.equal(2 * 3 * 3 * 2 + 3 * 2 * 2 + 2 + 4, n)
+    assert.equal(2 * 3 * 3 * 2 + 3 * 2 * 2 + 2 + 8, n)
     for _, b in ipairs({ src, dst, didx }) do b:close() end
     for _, b in ipairs({ host, idx_host, gathered, copied, padded_copy, back }) do b:close() end
   end)

@@ -234,7 +234,10 @@ struct pipeline {
         static_assert(Config::completion != 0, "cuasync: producer_copy is for cp.async plans; a TMA plan issues tma::load on full_barrier(st)");
         const unsigned char *from = reinterpret_cast<const unsigned char *>(src);
         unsigned char *to = buffer(st, l);
-#pragma unroll 8
+        // Not unrolled, as libcu++'s memcpy_async issues them: one copy per pass. Unrolled, each
+        // thread issued its copies in a burst, and a streaming copy on the H200 lost 0.6-0.9% at
+        // vectors of 16 and 8 bytes (docs/cp-async.md).
+#pragma unroll 1
         for (unsigned k = 0; k < Config::load_copies[l]; ++k) {
             const unsigned off = (threadIdx.x + k * Config::producer_threads) * Config::load_vector[l];
             copy_vector(l, to + off, from + off);
@@ -246,6 +249,8 @@ struct pipeline {
         static_assert(Config::completion != 0, "cuasync: producer_copy is for cp.async plans");
         unsigned char *to = buffer(st, l);
         const unsigned per_row = Config::load_row[l] / Config::load_vector[l];
+        // unrolled, so that several copies' row lookups are in flight at once (the contiguous
+        // form's rolled loop was measured on streaming copies only)
 #pragma unroll 8
         for (unsigned k = 0; k < Config::load_copies[l]; ++k) {
             const unsigned v = threadIdx.x + k * Config::producer_threads;

@@ -1,7 +1,8 @@
 -- Drivers for the cp.async pipeline kernels: kernels-src/cp_async_copy.cu built from a
 -- cuasync.pipeline plan (a streaming copy, or a gather of rows through an index array), and its
 -- two yardsticks: the same copy written by hand on pipeline_ring (cp_async_ring.cu) and through
--- libcu++'s cuda::pipeline (cp_async_cxx.cu). The driver shape of kernels/*:
+-- libcu++'s cuda::pipeline (cp_async_cxx.cu), each copying `vector` bytes at a time. The driver
+-- shape of kernels/*:
 --   cp_async.plan(opts) -> the plan; cp_async.program(opts) -> the checked program (no GPU);
 --   cp_async.build(opts, { dst, src, bytes[, idx, expect, grid] }) -> { run, verify, poison, bytes }
 -- opts = { impl = "plan" | "ring" | "cxx", work = "copy" | "gather", stages = 4, tile = 16384,
@@ -40,8 +41,14 @@ local function options(opts)
   if o.work ~= "copy" and o.work ~= "gather" then
     fail(('opts.work must be "copy" or "gather" (got %s)'):format(util.describe(o.work)))
   end
-  if o.impl ~= "plan" and (o.work ~= "copy" or o.vector ~= 16 or o.completion or o.producer ~= "all" or o.zero_fill or o.release) then
-    fail(("opts.impl = %q is the hand-written streaming copy: work copy, vector 16, unified, noinc arrivals only"):format(o.impl))
+  if o.impl ~= "plan" and (o.work ~= "copy" or o.completion or o.producer ~= "all" or o.zero_fill or o.release) then
+    fail(("opts.impl = %q is the hand-written streaming copy: work copy, unified, noinc arrivals only"):format(o.impl))
+  end
+  if o.impl ~= "plan" and (type(o.stages) ~= "number" or o.stages % 1 ~= 0 or o.stages < 1 or o.stages > 64) then
+    fail(("opts.stages must be an integer in 1..64 (got %s)"):format(util.describe(o.stages)))
+  end
+  if o.impl ~= "plan" and o.vector ~= 16 and o.vector ~= 8 and o.vector ~= 4 then
+    fail(("opts.vector must be 16, 8 or 4 (got %s)"):format(util.describe(o.vector)))
   end
   if o.impl == "plan" and o.align ~= nil then
     fail("opts.align is the yardsticks' (impl ring or cxx): a plan lays out its own stage buffers (128-byte aligned)")
@@ -69,11 +76,12 @@ function M.program(opts)
     return M.plan(opts):program{ file = "cp_async_copy.cu", watchdog = o.watchdog,
                                  defines = o.planted and { PLANTED = o.planted } or nil }
   end
-  if o.tile % (16 * M.THREADS) ~= 0 then
-    fail(("tile = %d: the hand-written copies need a multiple of 16 x %d = %d bytes"):format(o.tile, M.THREADS, 16 * M.THREADS))
+  if type(o.tile) ~= "number" or o.tile <= 0 or o.tile % (o.vector * M.THREADS) ~= 0 then
+    fail(("tile = %s: the hand-written copies need a multiple of %d x %d = %d bytes (vector x threads)"):format(
+      util.describe(o.tile), o.vector, M.THREADS, o.vector * M.THREADS))
   end
   return program.new{ file = o.impl == "ring" and "cp_async_ring.cu" or "cp_async_cxx.cu",
-                      defines = { STAGES = o.stages, TILE = o.tile, ALIGN = o.align }, watchdog = o.watchdog }
+                      defines = { STAGES = o.stages, TILE = o.tile, ALIGN = o.align, VEC = o.vector }, watchdog = o.watchdog }
 end
 
 -- build(opts, { dst, src, bytes, idx = row indices (gather), expect = host buffer of the result,
