@@ -58,19 +58,27 @@ __device__ __forceinline__ void produce(Pipe &pipe, const Pipe::state &st, const
     pipe.producer_commit(st);
 }
 
+// The streaming copy stores one vector per pass (OnePerPass): unrolled, the compiler issued each
+// thread's stores in a burst (4 x 16 B per warp at once), which on the H200 starved some of an
+// SM's blocks and cost ~1% of the copy; the yardsticks store the same way. The gather keeps the
+// compiler's unrolling: one per pass, it lost up to 25% with noinc arrivals at 5 to 8 stages
+// (2 or 1 blocks per SM). docs/cp-async.md has the figures.
+template <bool OnePerPass>
 __device__ __forceinline__ void consume(Pipe &pipe, const Pipe::state &st, uint4 *out, u64 t)
 {
     constexpr unsigned V = TILE / 16;
     pipe.consumer_wait(st);
     const uint4 *stage = reinterpret_cast<const uint4 *>(pipe.buffer(st, Plan::x));
     uint4 *o = out + t * V;
-    // One shared load, then its global store, per pass: unrolled, the compiler issues each
-    // thread's stores in a burst (4 x 16 B per warp at once), which on the H200 starved some of an
-    // SM's blocks and cost ~1% of the copy (docs/cp-async.md). The yardsticks store the same way.
-#pragma unroll 1
-    for (unsigned e = pipe.consumer_index(); e < V; e += Plan::consumer_threads) {
+    auto store = [&](unsigned e) {
         const unsigned v = (e + 32u) % V;    // another warp's copies
         o[v] = stage[v];
+    };
+    if constexpr (OnePerPass) {
+#pragma unroll 1
+        for (unsigned e = pipe.consumer_index(); e < V; e += Plan::consumer_threads) store(e);
+    } else {
+        for (unsigned e = pipe.consumer_index(); e < V; e += Plan::consumer_threads) store(e);
     }
     pipe.consumer_release(st);
 }
@@ -88,7 +96,7 @@ __device__ __forceinline__ void run(uint4 *out, const Source &src, u64 tiles)
         for (u64 i = 0; i < n && i < (u64)Plan::stages; ++i, pst.advance()) produce(pipe, pst, src, tile(i));
         for (u64 i = 0; i < n; ++i, cst.advance()) {
             if (PLANTED == 2 && i == 2 && threadIdx.x == 5) return;
-            consume(pipe, cst, out, tile(i));
+            consume<Source::is_contiguous>(pipe, cst, out, tile(i));
             if (i + Plan::stages < n) { produce(pipe, pst, src, tile(i + Plan::stages)); pst.advance(); }
         }
     } else if (pipe.is_producer_thread()) {
@@ -96,7 +104,7 @@ __device__ __forceinline__ void run(uint4 *out, const Source &src, u64 tiles)
         for (u64 i = 0; i < n; ++i, st.advance()) produce(pipe, st, src, tile(i));
     } else if (pipe.is_consumer()) {
         auto st = pipe.consumer_start();
-        for (u64 i = 0; i < n; ++i, st.advance()) consume(pipe, st, out, tile(i));
+        for (u64 i = 0; i < n; ++i, st.advance()) consume<Source::is_contiguous>(pipe, st, out, tile(i));
     }
 }
 
