@@ -11,7 +11,9 @@ local VARS = { Program = "prog", Module = "mod", Kernel = "k", Config = "cfg", D
                Pipeline = "P", Barrier = "mb", Arrival = "arrival", Token = "token", Role = "t", Result = "r",
                Sweep = "S", K = "K", Pattern = "p", Bulk = "bulk", Hang = "err" }
 -- Classes that are not reachable by a user (the sweep's internals).
-local INTERNAL = { ["lua/cuasync/tools/sweep/space.lua"] = true, ["lua/cuasync/tools/sweep/rng.lua"] = true }
+local INTERNAL = { ["lua/cuasync/tools/sweep/space.lua"] = true, ["lua/cuasync/tools/sweep/rng.lua"] = true,
+                   ["lua/cuasync/tools/sweep/runners/init.lua"] = true, ["lua/cuasync/tools/sweep/memo.lua"] = true,
+                   ["lua/cuasync/tools/sweep/compile.lua"] = true }
 
 local function lazy_names()
   local t = {}

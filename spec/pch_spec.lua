@@ -94,7 +94,7 @@ describe("the compile pool", function()
       local compiled = 0
       for _, r in ipairs(S.rows) do if r.compile_ms then compiled = compiled + 1 end end
       -- the pool is closed when S:run returns: every worker's stdin closed and its exit waited for
-      print(("POOL workers=%d main_nvrtc=%d compiled=%d evaluated=%d"):format(S.compile_workers or 0, cache.stats.nvrtc, compiled, S.evaluated))
+      print(("POOL workers=%d main_nvrtc=%d compiled=%d evaluated=%d"):format(S.result.compile_workers or 0, cache.stats.nvrtc, compiled, S.result.evaluated))
       print(table.concat(S.notes or {}, "\n"))
     ]])
     f:close()

@@ -103,7 +103,7 @@ describe("sweep store faults", function()
       local S = make():run{ quiet = true }
       local ids = {}
       for _, r in ipairs(S.rows) do ids[#ids + 1] = r.index .. "=" .. r.params.n .. (r.cached and "c" or "") end
-      print("ROWS", builds, S.damaged, table.concat(ids, " "))
+      print("ROWS", builds, S.result.store.damaged, table.concat(ids, " "))
     ]=]
     local out = fresh(code, { CUASYNC_CACHE_DIR = dir })
     -- two entries measured again (at least two builds: a re-measured winner builds once more),

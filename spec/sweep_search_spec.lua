@@ -75,7 +75,7 @@ describe("sweep strategies", function()
       for _, strategy in ipairs({ "local", "random" }) do
         for seed = 1, 10 do
           local R = make():run{ strategy = strategy, budget = { points = 100 }, seed = seed, replay = true, quiet = true }
-          assert(R.complete == false and R.evaluated == 100, "a budget of 100 points stops at 100")
+          assert(R.complete == false and R.result.evaluated == 100, "a budget of 100 points stops at 100")
           if R.best.gbps >= 0.98 * top then hits[strategy] = hits[strategy] + 1 end
         end
       end
@@ -121,9 +121,9 @@ describe("sweep strategies", function()
       S = make({ budget = { seconds = 0.1 } }):run{ quiet = true, force = true }
       local measured = 0
       for _, r in ipairs(S.rows) do if r.kind == "measured" then measured = measured + 1 end end
-      print("SECONDS", S.complete, measured < 20, measured >= 8, S.stopped)
+      print("SECONDS", S.complete, measured < 20, measured >= 8, S.result.stopped)
       S = make({ strategy = "random", seed = 3 }):run{ quiet = true, force = true, budget = { points = 4 } }
-      print("DEFAULTS", S.strategy, S.seed, S.evaluated)
+      print("DEFAULTS", S.result.strategy, S.result.seed, S.result.evaluated)
     ]])
     assert.truthy(out:find("POINTS\tfalse\t1,2,3,4,5\tskipped\tnot sampled (strategy exhaustive, budget 5 points)", 1, true), out)
     assert.truthy(out:find("SECONDS\tfalse\ttrue\ttrue\tbudget of 0.1 s reached", 1, true), out)
@@ -180,7 +180,7 @@ describe("sweep result store", function()
       local S = make():run{ quiet = true }
       local cached = 0
       for _, r in ipairs(S.rows) do if r.cached then cached = cached + 1 end end
-      print("AGAIN", builds, cached, S.damaged)
+      print("AGAIN", builds, cached, S.result.store.damaged)
       print(S:text():match("1 stored entry[^\n]*"))
     ]], { CUASYNC_CACHE_DIR = dir })
     assert.truthy(out:find("AGAIN\t1\t2\t1", 1, true), out)

@@ -55,4 +55,15 @@ function M.spawn(jobs, on_line)
   return codes
 end
 
+-- The number of cores (nproc), 4 where it cannot be learnt.
+local cores
+function M.cores()
+  if not cores then
+    local p = io.popen("nproc 2>/dev/null")
+    cores = tonumber(p and p:read("*l") or "") or 4
+    if p then p:close() end
+  end
+  return cores
+end
+
 return M

@@ -67,8 +67,29 @@ function Hang:explain() end
 ---@field ratio number?
 ---@field verified boolean?
 ---@field reason string?
+---@field failed_in "where"|"program"|"compile"|"build"|"run"|"hang"|"verification"|"timing"|"remeasure"|"worker"|nil
 ---@field registers integer?
 ---@field spills integer?
+
+---@class cuasync.SweepResult
+---@field rows cuasync.SweepRow[]
+---@field best cuasync.SweepRow?
+---@field complete boolean?
+---@field stopped string?
+---@field notes string[]?
+---@field baseline { name: string, ms: number, gbps: number?, tflops: number? }?
+---@field strategy string?
+---@field seed integer?
+---@field evaluated integer?
+---@field shard string?
+---@field gpus integer[]?
+---@field device_name string?
+---@field store { damaged: integer?, old: boolean?, path: string?, problem: string? }?
+---@field skipped_launches string?
+---@field compile_s number?
+---@field compile_workers integer?
+---@field at integer?
+---@field wall_s number?
 
 ---@class cuasync.Sweep
 ---@field name string
@@ -76,6 +97,7 @@ function Hang:explain() end
 ---@field best cuasync.SweepRow?
 ---@field complete boolean
 ---@field notes string[]?
+---@field result cuasync.SweepResult? the last run's record
 local Sweep = {}
 ---@param opts? { jobs: integer?, gpus: ("all"|integer[])?, force: boolean?, shard: string?, quiet: boolean?, strategy: string?, budget: table?, seed: integer?, replay: boolean?, slurm: table? }
 ---@return cuasync.Sweep

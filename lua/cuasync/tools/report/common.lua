@@ -1,39 +1,14 @@
--- What every report handler shares: value formatting, a row's figure, and opening an output
--- file with a message that says what is wrong (which directory is missing).
+-- What every report handler shares: the row model (sweep/row.lua: value formatting, a row's
+-- figure, the best row), and opening an output file with a message that says what is wrong
+-- (which directory is missing).
 local util = require("cuasync.util")
+local row = require("cuasync.tools.sweep.row")
 local cache = require("cuasync.cache")
 local json = require("cuasync.tools.json")
 
 local M = {}
 
-function M.fmt_value(v)
-  if type(v) == "number" then
-    if v == math.floor(v) and math.abs(v) < 2 ^ 53 then return ("%d"):format(v) end
-    return ("%.6g"):format(v)
-  end
-  return tostring(v)
-end
-
-function M.params_text(order, p)
-  local t = {}
-  for _, k in ipairs(order) do t[#t + 1] = k .. "=" .. M.fmt_value(p[k]) end
-  return table.concat(t, " ")
-end
-
--- The figure a row is ranked by: its ratio to the baseline, else GB/s, else TFLOP/s, else 1/ms.
-function M.figure(r)
-  return r.ratio or r.gbps or r.tflops or (r.ms and 1 / r.ms)
-end
-
--- The best measured, verified row (slow rows included: they can only lose).
-function M.best(rows)
-  local best
-  for _, r in ipairs(rows) do
-    if r.kind == "measured" and r.verified ~= false and M.figure(r)
-       and (not best or M.figure(r) > M.figure(best)) then best = r end
-  end
-  return best
-end
+M.fmt_value, M.params_text, M.figure, M.best = row.fmt_value, row.params_text, row.figure, row.best
 
 -- A file opened for writing, or a named error: the missing directory, or the system's reason.
 function M.writable(where, path)

@@ -2,11 +2,11 @@
 -- below; read_csv parses it back (the specs' round trip, and --merge of CSV files).
 local util = require("cuasync.util")
 local common = require("cuasync.tools.report.common")
+local row = require("cuasync.tools.sweep.row")
 
 local M = {}
 
-M.COLUMNS = { "kind", "verified", "ms", "gbps", "tflops", "ratio", "gpu", "compile_ms", "cache", "cached", "reason",
-              "slow", "remeasured", "inflight", "stage_inflight", "registers", "spills" }
+M.COLUMNS = row.fields("column")
 
 local function cell(v)
   if v == nil then return "" end

@@ -3,20 +3,22 @@
 local util = require("cuasync.util")
 local json = require("cuasync.tools.json")
 local common = require("cuasync.tools.report.common")
+local row = require("cuasync.tools.sweep.row")
 
 local M = {}
 
 function M.document(S)
-  return { name = S.name, order = S.order, device = S.device_name, unit = S.unit, baseline = S.baseline_row,
-           strategy = S.strategy, seed = S.seed, complete = S.complete, stopped = S.stopped, rows = S.rows,
-           shard = S.shard, wall_s = S.wall_s }
+  local R = S.result or {}
+  return { name = S.name, order = S.order, device = R.device_name, unit = S.unit, baseline = R.baseline,
+           strategy = R.strategy, seed = R.seed, complete = R.complete, stopped = R.stopped, rows = S.rows,
+           shard = R.shard, wall_s = R.wall_s }
 end
 
 function M.write(S, path)
   return common.write_json("sweep.json", path, M.document(S))
 end
 
-local KINDS = { measured = true, pruned = true, failed = true, skipped = true, cancelled = true }
+local KINDS = row.IS_KIND
 
 -- A list of n entries (dkjson reads [] and {} alike as an empty table).
 local function is_list(t)

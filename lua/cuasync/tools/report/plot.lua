@@ -68,7 +68,7 @@ function M.write(S, path, o)
       o.series and (o.series .. "=") or "", s)
   end
   g:write(("set terminal %s\nset output '%s'\nset title '%s'\nset xlabel '%s'\nset ylabel '%s'\nset grid\nset key outside right\n"):format(
-    term, path, (o.title or (S.name .. (S.device_name and (" on " .. S.device_name) or ""))):gsub("'", ""), x,
+    term, path, (o.title or (S.name .. (S.result and S.result.device_name and (" on " .. S.result.device_name) or ""))):gsub("'", ""), x,
     y == "ratio" and ("ratio to " .. (S.baseline_name or "baseline")) or y))
   g:write("plot ", table.concat(plots, ", \\\n     "), "\n")
   g:close()

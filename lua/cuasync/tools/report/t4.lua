@@ -14,10 +14,13 @@ function M.invalidity(r)
   if r.kind == "pruned" then return "constraints" end
   if r.kind == "cancelled" then return "timeout" end
   if r.kind == "failed" then
-    local why = r.reason or ""
-    if why:find("^compile") then return "compile" end
-    if why:find("^hang") or why:find("still running after", 1, true) then return "timeout" end
-    if why:find("^verification") then return "correctness" end
+    local at = r.failed_in
+    if at == nil then   -- a row from before failed_in (merged or stored JSON): its reason's first word
+      at = (r.reason or ""):match("^(%a+)")
+    end
+    if at == "compile" then return "compile" end
+    if at == "hang" or (r.reason or ""):find("still running after", 1, true) then return "timeout" end
+    if at == "verification" then return "correctness" end
     return "runtime"
   end
 end
@@ -39,7 +42,7 @@ function M.result(S, r)
   if r.ratio then m[#m + 1] = { name = "ratio", value = r.ratio, unit = "x " .. (S.baseline_name or "baseline") } end
   local cfg = {}
   for _, k in ipairs(S.order) do cfg[k] = r.params[k] end
-  return { timestamp = os.date("!%Y-%m-%dT%H:%M:%SZ", S.at or os.time()), configuration = cfg, objectives = { "time" },
+  return { timestamp = os.date("!%Y-%m-%dT%H:%M:%SZ", S.result and S.result.at or os.time()), configuration = cfg, objectives = { "time" },
            times = times, invalidity = inv, correctness = (inv == "correct") and 1 or 0, measurements = m }
 end
 

@@ -12,6 +12,7 @@ local function lpad(s, n) s = tostring(s) return #s >= n and s or (" "):rep(n - 
 
 -- The table, the chart (one bar per measured variant) and the counts, as one string.
 function M.text(S)
+  local R = S.result or {}
   local params_text = common.params_text
   local order, rows = S.order, S.rows
   local out = {}
@@ -55,8 +56,8 @@ function M.text(S)
     for i, c in ipairs(line) do t[i] = (i <= #order + 2 and i > 1 and n > 0) and pad(c, widths[i]) or lpad(c, widths[i]) end
     out[#out + 1] = table.concat(t, "  ")
   end
-  if S.baseline_row then
-    local b = S.baseline_row
+  if R.baseline then
+    local b = R.baseline
     out[#out + 1] = ("baseline %s: %.4f ms%s"):format(b.name, b.ms, b.gbps and (" %.1f GB/s"):format(b.gbps) or
       (b.tflops and (" %.1f TFLOP/s"):format(b.tflops) or ""))
   end
@@ -95,20 +96,21 @@ function M.text(S)
     out[#out + 1] = ("  %d of the measured stopped early as slow (over %gx the best time per unit of work after %d round%s: partial figures)"):format(
       counts.slow, S.slow_factor or 2, S.slow_after or 1, (S.slow_after or 1) == 1 and "" or "s")
   end
-  if S.strategy and S.strategy ~= "exhaustive" then
-    out[#out + 1] = ("strategy %s%s: %d points evaluated"):format(S.strategy, S.seed and (", seed " .. S.seed) or "", S.evaluated or 0)
+  if R.strategy and R.strategy ~= "exhaustive" then
+    out[#out + 1] = ("strategy %s%s: %d points evaluated"):format(R.strategy, R.seed and (", seed " .. R.seed) or "", R.evaluated or 0)
   end
-  if S.complete == false then
-    out[#out + 1] = ("INCOMPLETE: %s; the best below is the best found, not the best of the space"):format(S.stopped or "stopped early")
+  if R.complete == false then
+    out[#out + 1] = ("INCOMPLETE: %s; the best below is the best found, not the best of the space"):format(R.stopped or "stopped early")
   end
-  if S.damaged and S.damaged > 0 then
-    out[#out + 1] = ("%d stored entr%s of %s %s not trusted and measured again"):format(S.damaged, S.damaged == 1 and "y" or "ies",
-      S.store_path or "the result store", S.store_old and "predate sealed entries:" or "failed their integrity check:")
+  local st = R.store or {}
+  if st.damaged and st.damaged > 0 then
+    out[#out + 1] = ("%d stored entr%s of %s %s not trusted and measured again"):format(st.damaged, st.damaged == 1 and "y" or "ies",
+      st.path or "the result store", st.old and "predate sealed entries:" or "failed their integrity check:")
   end
-  for _, n in ipairs(S.notes or {}) do out[#out + 1] = "note: " .. n end
-  if S.wall_s then
-    out[#out + 1] = ("in %.2f s: compiles %.2f s, measuring %.2f s%s"):format(S.wall_s, S.compile_s or 0,
-      S.wall_s - (S.compile_s or 0), S.gpus and #S.gpus > 1 and (" on GPUs " .. table.concat(S.gpus, ", ")) or "")
+  for _, n in ipairs(R.notes or {}) do out[#out + 1] = "note: " .. n end
+  if R.wall_s then
+    out[#out + 1] = ("in %.2f s: compiles %.2f s, measuring %.2f s%s"):format(R.wall_s, R.compile_s or 0,
+      R.wall_s - (R.compile_s or 0), R.gpus and #R.gpus > 1 and (" on GPUs " .. table.concat(R.gpus, ", ")) or "")
   end
   -- the reasons, each once, with the points it holds for
   local reasons, seen = {}, {}

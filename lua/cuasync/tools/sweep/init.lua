@@ -12,13 +12,19 @@
 --     spills = "keep" | "prune" }
 --   S:run{ jobs = 8, gpus = "all" | {0, 1}, force = false, shard = "1/4", strategy, budget, seed, replay }
 --   S:print()  S:write("csv" | "json" | "t4" | "plot" | "text", path[, opts])  S:knee{ x, series, memory }
---   S.rows, S.best, S.complete
--- The parts: space.lua (points), strategies/ (which points, in what order), runner.lua (build,
--- verify, time), workers.lua (processes), store.lua (results kept between runs), search.lua (the
--- loop that joins them), knee.lua; the reports are in tools/report/.
+--   S.rows, S.best, S.complete, S.notes; the rest of the last run's record in S.result
+-- The parts: space.lua (points), row.lua (the one row schema), options.lua (S:run's options),
+-- strategies/ (which points, in what order, loaded by name), runners/ (who answers a batch: in
+-- this process, over GPUs, from the store, or nobody without a GPU), compile.lua (the compile
+-- service they use), measure.lua (build, verify, time), workers.lua (processes), store.lua and
+-- memo.lua (results kept between runs), search.lua (the loop that joins them), knee.lua,
+-- merge.lua, slurm/; the reports are in tools/report/.
 local util = require("cuasync.util")
 local report = require("cuasync.tools.report")
+local row = require("cuasync.tools.sweep.row")
 local space = require("cuasync.tools.sweep.space")
+local options = require("cuasync.tools.sweep.options")
+local workers = require("cuasync.tools.sweep.workers")
 local store = require("cuasync.tools.sweep.store")
 local search = require("cuasync.tools.sweep.search")
 local knee = require("cuasync.tools.sweep.knee")
@@ -27,7 +33,28 @@ local slurm = require("cuasync.tools.sweep.slurm")
 
 local M = {}
 local Sweep = {}
-Sweep.__index = Sweep
+
+-- A run's figures moved from the sweep into its record, S.result (the sweep is the definition;
+-- S.rows, S.best, S.complete and S.notes stay). Scripts that read the old names still get the
+-- value, with a warning once per name; the names go in a later release (CHANGELOG.md).
+local MOVED = { baseline_row = "baseline", strategy = "strategy", seed = "seed", evaluated = "evaluated",
+                stopped = "stopped", shard = "shard", wall_s = "wall_s", compile_s = "compile_s", at = "at",
+                compile_workers = "compile_workers", skipped_launches = "skipped_launches", device_name = "device_name",
+                damaged = "store.damaged", store_old = "store.old", store_path = "store.path" }
+local warned = {}
+Sweep.__index = function(S, k)
+  local m = Sweep[k]
+  if m ~= nil or MOVED[k] == nil then return m end
+  if not warned[k] then
+    warned[k] = true
+    io.stderr:write(("cuasync.sweep: S.%s is deprecated: read S.result.%s\n"):format(k, MOVED[k]))
+  end
+  local R = rawget(S, "result")
+  if not R then return nil end
+  local a, b = MOVED[k]:match("^(%w+)%.(%w+)$")
+  if a then return R[a] and R[a][b] end
+  return R[MOVED[k]]
+end
 
 local FIELDS = { name = true, params = true, order = true, where = true, program = true, build = true,
                  baseline = true, rounds = true, reps = true, timeout_ms = true, unit = true, script = true,
@@ -83,7 +110,7 @@ function M.new(spec)
   end
   S.spills = spec.spills or "keep"
   if S.host and S.flush_l2 then fail("flush_l2 = true flushes a GPU's L2 between reps; a host = true sweep has none") end
-  S.defaults = search.check(WHERE, { strategy = spec.strategy, budget = spec.budget, seed = spec.seed })
+  S.defaults = options.search(WHERE, { strategy = spec.strategy, budget = spec.budget, seed = spec.seed })
   S.script = spec.script or util.user_file()
   S.args = {}
   for i = 1, #(arg or {}) do S.args[i] = arg[i] end
@@ -100,18 +127,27 @@ function Sweep:set_param(name, values)
   self.params = self.space.params
 end
 
-function Sweep:label(p) return self.name .. " " .. report.params_text(self.order, p) end
+function Sweep:label(p) return self.name .. " " .. row.params_text(self.order, p) end
+
+-- What this process is for, decided once: a sweep's worker (compile pool or GPU share: serve it
+-- and exit), a Slurm array task (run its shard), or the main process.
+local function role()
+  local task = workers.task()
+  if task then return "worker", task end
+  task = slurm.task()
+  if task then return "shard", task end
+  return "main"
+end
 
 -- Run the sweep (search.lua): rows for every point, S.best, S.complete. Through Slurm with
 -- o.slurm (slurm/); in a Slurm array task, its shard. A worker process serves its task first.
 function Sweep:run(o)
-  if not os.getenv("CUASYNC_SWEEP_WORKER") then
-    local task = slurm.task()
-    if task then return slurm.serve(self, task, o, search.run) end
-    if type(o) == "table" and o.slurm ~= nil then
-      search.options(WHERE .. ".run", o)
-      return slurm.run(self, o, slurm.options(self, o.slurm))
-    end
+  local what, task = role()
+  if what == "worker" then return workers.serve(self, task, self.space) end
+  if what == "shard" then return slurm.serve(self, task, o, search.run) end
+  if type(o) == "table" and o.slurm ~= nil then
+    options.run(WHERE .. ".run", self, o)
+    return slurm.run(self, o, slurm.options(self, o.slurm))
   end
   return search.run(self, o)
 end

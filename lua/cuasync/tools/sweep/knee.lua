@@ -11,7 +11,7 @@
 -- release; 0, the default: consumers read it into registers and release it). Shown beside the
 -- measured knee, in steps apart.
 local util = require("cuasync.util")
-local common = require("cuasync.tools.report.common")
+local row = require("cuasync.tools.sweep.row")
 
 local M = {}
 local K = {}
@@ -43,14 +43,14 @@ function M.find(S, o)
   -- the best row of each series at each x
   local groups, names = {}, {}
   for _, r in ipairs(S.rows) do
-    if r.kind == "measured" and r.verified ~= false and common.figure(r) then
+    if row.ok(r) then
       local label = {}
-      for _, s in ipairs(series) do label[#label + 1] = s .. "=" .. common.fmt_value(r.params[s]) end
+      for _, s in ipairs(series) do label[#label + 1] = s .. "=" .. row.fmt_value(r.params[s]) end
       label = #label > 0 and table.concat(label, " ") or "all"
       if not groups[label] then groups[label] = {}; names[#names + 1] = label end
       local xv = r.params[o.x]
       local g = groups[label][xv]
-      if not g or common.figure(r) > common.figure(g) then groups[label][xv] = r end
+      if not g or row.figure(r) > row.figure(g) then groups[label][xv] = r end
     end
   end
   local xs = S.params and S.params[o.x]
@@ -59,7 +59,7 @@ function M.find(S, o)
     local pts = {}
     for _, xv in ipairs(xs or {}) do
       local r = groups[label][xv]
-      if r then pts[#pts + 1] = { x = xv, figure = common.figure(r), inflight = r.inflight, stage = r.stage_inflight } end
+      if r then pts[#pts + 1] = { x = xv, figure = row.figure(r), inflight = r.inflight, stage = r.stage_inflight } end
       if r and r.stage_inflight then out.staged = true end
     end
     if #pts > 0 then
@@ -98,13 +98,13 @@ function K:text()
   lines[1] = head
   local hits, n = 0, 0
   for _, s in ipairs(self.series) do
-    local l = ("  %s: measured %s=%s%s, %s in flight per SM"):format(s.name, self.x, common.fmt_value(s.knee),
+    local l = ("  %s: measured %s=%s%s, %s in flight per SM"):format(s.name, self.x, row.fmt_value(s.knee),
       s.reached and "" or " (still gaining at the last step)", kib(s.inflight))
     if self.need then
       n = n + 1
       if s.predicted then
         local p = s.points[s.predicted_index]
-        l = l .. ("; predicted %s=%s (%s of %s needed), %d step%s off"):format(self.x, common.fmt_value(s.predicted),
+        l = l .. ("; predicted %s=%s (%s of %s needed), %d step%s off"):format(self.x, row.fmt_value(s.predicted),
           kib(p.inflight), kib(p.need), s.off, s.off == 1 and "" or "s")
         if s.off <= 1 then hits = hits + 1 end
       else

@@ -6,12 +6,12 @@
 -- another sweep (name or parameters) or of another device are refused by name.
 local util = require("cuasync.util")
 local report = require("cuasync.tools.report")
-local common = require("cuasync.tools.report.common")
+local row = require("cuasync.tools.sweep.row")
 
 local M = {}
 local WHERE = "sweep.merge"
 
-local FIGURES = { "ms", "gbps", "tflops", "ratio" }
+local FIGURES = row.fields("figure")
 
 local function same_figures(a, b)
   for _, k in ipairs(FIGURES) do if a[k] ~= b[k] then return false end end
@@ -19,18 +19,20 @@ local function same_figures(a, b)
 end
 
 local function run_of(r, path)
-  return { file = path, kind = r.kind, ms = r.ms, gbps = r.gbps, tflops = r.tflops, ratio = r.ratio, reason = r.reason }
+  local x = row.pick(r, "run")
+  x.file = path
+  return x
 end
 
 local function describe_run(x)
   if x.kind ~= "measured" then return ("%s (%s)"):format(x.kind, x.file) end
-  return ("%s ms (%s)"):format(common.fmt_value(x.ms), x.file)
+  return ("%s ms (%s)"):format(row.fmt_value(x.ms), x.file)
 end
 
 -- A row's identity across files.
 local function key_of(doc, r)
   if type(r.key) == "string" then return r.key end
-  return tostring(doc.device or "none") .. "|-|" .. common.params_text(doc.order, r.params)
+  return tostring(doc.device or "none") .. "|-|" .. row.params_text(doc.order, r.params)
 end
 
 -- Two rows of one key: the one that stands, with both runs noted where they differ.
@@ -51,8 +53,11 @@ local function join(kept, r, path)
   return kept
 end
 
--- Merge the documents read from `paths` into S (a Sweep object made by the caller).
+-- Merge the documents read from `paths` into S (a Sweep object made by the caller): its rows
+-- and a new record of the merged run in S.result.
 function M.into(S, paths)
+  local R = { rows = {} }
+  S.result = R
   util.list(WHERE, "paths", paths)
   if #paths == 0 then util.fail(WHERE, "no files to merge") end
   local by, first = {}, nil
@@ -62,7 +67,7 @@ function M.into(S, paths)
     local doc = json.read(path)
     if not first then
       first = { path = path, doc = doc }
-      S.name, S.order, S.unit, S.device_name = doc.name, doc.order, doc.unit, doc.device
+      S.name, S.order, S.unit, R.device_name = doc.name, doc.order, doc.unit, doc.device
     else
       local a, b = first.doc, doc
       if a.name ~= b.name or table.concat(a.order, ",") ~= table.concat(b.order, ",") then
@@ -73,33 +78,34 @@ function M.into(S, paths)
         util.fail(WHERE, ("%s was measured on %s, %s on %s: rows of two devices do not make one sweep"):format(
           path, b.device, first.path, a.device))
       end
-      S.device_name = S.device_name or b.device
+      R.device_name = R.device_name or b.device
     end
-    S.baseline_row = S.baseline_row or doc.baseline
-    if doc.complete == false then S.complete, S.stopped = false, doc.stopped end
+    R.baseline = R.baseline or doc.baseline
+    if doc.complete == false then R.complete, R.stopped = false, doc.stopped end
     for _, r in ipairs(doc.rows) do
       local k = key_of(doc, r)
       local kept = by[k]
       if kept and kept.index ~= r.index then
         util.fail(WHERE, ("%s gives the point %s index %d, %s gave it index %d: the files are of different parameter lists"):format(
-          path, common.params_text(doc.order, r.params), r.index, kept.file_, kept.index))
+          path, row.params_text(doc.order, r.params), r.index, kept.file_, kept.index))
       end
       if not kept then r.file_ = path; by[k] = r
       else by[k] = join(kept, r, path) end
     end
   end
   -- one row per index: a point measured under two keys (two drivers) keeps both rows
-  S.rows = {}
+  local rows = {}
   for _, r in pairs(by) do
     r.file_ = nil
-    S.rows[#S.rows + 1] = r
+    rows[#rows + 1] = r
   end
-  table.sort(S.rows, function(a, b)
+  table.sort(rows, function(a, b)
     if a.index ~= b.index then return a.index < b.index end
     return tostring(a.key) < tostring(b.key)
   end)
-  S.baseline_name = S.baseline_row and S.baseline_row.name
-  S.best = common.best(S.rows)
+  S.baseline_name = R.baseline and R.baseline.name
+  R.rows, R.best = rows, row.best(rows)
+  S.rows, S.best, S.complete, S.notes = R.rows, R.best, R.complete, R.notes
   return S
 end
 

@@ -11,7 +11,7 @@ local device = require("cuasync.device")
 local util = require("cuasync.util")
 local cache = require("cuasync.cache")
 local json = require("cuasync.tools.json")
-local common = require("cuasync.tools.report.common")
+local row = require("cuasync.tools.sweep.row")
 local native = require("cuasync.native")
 require("cuasync.cdef.fs")
 
@@ -51,9 +51,7 @@ end
 
 -- The store entry of a measured row: its figures and params, sealed.
 function M.entry(r)
-  return M.seal({ kind = r.kind, ms = r.ms, gbps = r.gbps, tflops = r.tflops, ratio = r.ratio, verified = r.verified,
-                  gpu = r.gpu, compile_ms = r.compile_ms, cache = r.cache, params = r.params, slow = r.slow,
-                  remeasured = r.remeasured, inflight = r.inflight, stage_inflight = r.stage_inflight, times = r.times, registers = r.registers, spills = r.spills })
+  return M.seal(row.pick(r, "store"))
 end
 
 -- An entry is trusted only when its sum matches and it is what the sweep writes: a measured
@@ -188,10 +186,10 @@ function M.best(name, opts)
   local best, unverified
   for _, k in ipairs(run.keys) do
     local e = store.entries[k]
-    if type(e) == "table" and e.kind == "measured" and type(e.params) == "table" and common.figure(e) then
+    if type(e) == "table" and e.kind == "measured" and type(e.params) == "table" and row.figure(e) then
       if e.verified == false then
         unverified = (unverified or 0) + 1
-      elseif not best or common.figure(e) > common.figure(best) then
+      elseif not best or row.figure(e) > row.figure(best) then
         best = e
       end
     end
@@ -200,11 +198,11 @@ function M.best(name, opts)
     return nil, ("the latest run of sweep '%s' on %s has no verified measured row (%d measured%s; its other rows failed, were pruned or skipped: S:print() shows why)"):format(
       name, key, #run.keys, unverified and (", " .. unverified .. " of them unverified") or "")
   end
-  local params, row = {}, {}
+  local params, out = {}, {}
   for k, v in pairs(best.params) do params[k] = v end
-  for k, v in pairs(best) do row[k] = v end
-  row.params, row.stored_at, row.sum = params, run.at, nil
-  return params, row
+  for k, v in pairs(best) do out[k] = v end
+  out.params, out.stored_at, out.sum = params, run.at, nil
+  return params, out
 end
 
 return M

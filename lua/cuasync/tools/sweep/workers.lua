@@ -7,7 +7,8 @@ local device = require("cuasync.device")
 local isolate = require("cuasync.tools.isolate")
 local json = require("cuasync.tools.json")
 local toolkit = require("cuasync.toolkit")
-local runner = require("cuasync.tools.sweep.runner")
+local runner = require("cuasync.tools.sweep.measure")
+local row = require("cuasync.tools.sweep.row")
 local native = require("cuasync.native")
 require("cuasync.cdef.signal")
 
@@ -60,6 +61,7 @@ function M.serve(S, task, space)
   -- the terminal's Ctrl-C reaches the whole process group: a worker counts it (and cancels a
   -- watched kernel, as the main process does) instead of dying with its share half done
   native.C.cuasync_interrupt_begin()
+  S.result = S.result or { rows = {} }   -- a worker's notes stay its own
   if task.mode == "pool" then
     local function say(line)   -- one short line per write: atomic in a FIFO
       local f = io.open(task.fifo, "a")
@@ -73,7 +75,7 @@ function M.serve(S, task, space)
   else
     if not S.host then device.open(task.gpu) end
     local rows = {}
-    for k, i in ipairs(task.indices) do rows[k] = { index = i, params = space:point(i), kind = "measured" } end
+    for k, i in ipairs(task.indices) do rows[k] = row.new(i, space:point(i)) end
     local base = runner.measure(S, rows, function() tell("measured") end, task.gpu, task.best_cost)
     write_file(task.out, json.encode({ rows = rows, baseline = base }))
   end
@@ -217,15 +219,14 @@ function M.measure(S, rows, gpus, step, best_cost)
     for _, wr in ipairs(doc.rows or {}) do
       local r = by[wr.index]
       if r then
-        for _, k in ipairs({ "kind", "reason", "ms", "gbps", "tflops", "ratio", "verified", "gpu", "times", "slow", "inflight", "stage_inflight", "cost", "elapsed_ms" }) do r[k] = wr[k] end
+        row.copy(r, wr, "measure")
         got[wr.index] = true
       end
     end
     base = base or doc.baseline
     for _, i in ipairs(shares[w].indices) do
       if not got[i] then
-        by[i].kind = "failed"
-        by[i].reason = ("the worker on GPU %d ended (exit %s) before measuring it: %s"):format(shares[w].gpu, tostring(res.code), res.log)
+        row.set(by[i], "failed", ("the worker on GPU %d ended (exit %s) before measuring it: %s"):format(shares[w].gpu, tostring(res.code), res.log), "worker")
       end
     end
   end

@@ -83,7 +83,7 @@ function M.serve(S, task, o, run)
   copy.slurm, copy.shard, copy.quiet = nil, task.shard, true
   run(S, copy)
   S:write("json", task.json)
-  print(("shard %s of sweep %s: %d rows in %.1f s, written to %s"):format(task.shard, S.name, #S.rows, S.wall_s, task.json))
+  print(("shard %s of sweep %s: %d rows in %.1f s, written to %s"):format(task.shard, S.name, #S.rows, S.result.wall_s, task.json))
   os.exit(0)
 end
 
@@ -248,6 +248,7 @@ function M.run(S, o, sl)
   follow(S, sl, job, o.quiet)
   merge.into(S, { merged })
   S.complete = S.complete ~= false
+  S.result.complete = S.complete
   local longest, sum = 0, 0
   for i = 0, sl.shards - 1 do
     local doc = shard_doc(S, sl.dir, i, sl.shards)

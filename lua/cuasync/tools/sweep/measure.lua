@@ -1,7 +1,9 @@
--- The sweep's runner: for each chosen point, build, poison, one run under the timeout, verify,
--- then every verified variant timed beside the baseline in interleaved rounds. Each point ends
--- as a row of one kind: measured (slow: stopped early over 2x the best), pruned (why, before
--- any compile), failed (compile, build, run, hang, verification, timing) or skipped (why).
+-- Measuring one batch of points, the work every runner shares (runners/): admit (where and
+-- program prune before any compile), compile one, then build, poison, one run under the
+-- timeout, verify, and every verified variant timed beside the baseline in interleaved rounds.
+-- Each point ends as a row of one kind (row.lua); a failure names its step (r.failed_in). A
+-- plan's refusal prunes and anything else fails: told by the error's kind (errors.lua), never
+-- by its text.
 local device = require("cuasync.device")
 local streams = require("cuasync.stream")
 local watchdog = require("cuasync.watchdog")
@@ -13,25 +15,29 @@ local native = require("cuasync.native")
 local util = require("cuasync.util")
 local bench = require("cuasync.tools.bench")
 local nvtx = require("cuasync.tools.nvtx")
+local errors = require("cuasync.errors")
+local row = require("cuasync.tools.sweep.row")
 require("cuasync.cdef.signal")
 
 local M = { SLOW_FACTOR = 2, SLOW_AFTER = 1 }
 local C = native.C
 
 -- An error's message without the position error() put in front of it (the row says where).
-function M.message(e)
-  return (tostring(e):gsub("^[^\n]-%.lua:%d+: ", ""))
-end
+M.message = errors.message
 
 -- A refusal from a pipeline plan prunes; anything else is a failure.
-function M.prunes(msg)
-  return tostring(msg):find("cuasync%.pipeline[%.%w_]*: ") ~= nil
+function M.prunes(e) return errors.kind(e) == "plan" end
+
+-- The row of an error raised at a step: pruned for a plan's refusal, else failed there.
+local function refused(r, e, step)
+  if M.prunes(e) then return row.set(r, "pruned", M.message(e)) end
+  return row.set(r, "failed", step .. ": " .. M.message(e), step)
 end
 
--- program(p) for a point, or nil and why.
+-- program(p) for a point, or nil and the error (or why).
 function M.program_of(S, p)
   local ok, prog = pcall(S.program, p)
-  if not ok then return nil, M.message(prog) end
+  if not ok then return nil, prog end
   if type(prog) ~= "table" or type(prog.compile) ~= "function" then
     return nil, ("program(p) must return a cuasync.program (got %s)"):format(util.describe(prog))
   end
@@ -62,7 +68,7 @@ function M.resources(S, r, entry)
   for _, k in pairs(res) do regs, spills = math.max(regs, k.registers), spills + k.spill_stores + k.spill_loads end
   r.registers, r.spills = regs, spills
   if S.spills == "prune" and spills > 0 then
-    r.kind, r.reason = "pruned", ("spills %d bytes to local memory (spills = \"prune\")"):format(spills)
+    row.set(r, "pruned", ("spills %d bytes to local memory (spills = \"prune\")"):format(spills))
   end
 end
 
@@ -72,17 +78,17 @@ function M.admit(S, r)
   if S.where then
     local ok, res, why = pcall(S.where, p)
     if not ok then
-      r.kind, r.reason = M.prunes(res) and "pruned" or "failed", (M.prunes(res) and "" or "where: ") .. M.message(res)
+      refused(r, res, "where")
       return false
     elseif res == false or res == nil then
-      r.kind, r.reason = "pruned", why and M.message(why) or "where(p) returned false"
+      row.set(r, "pruned", why and M.message(why) or "where(p) returned false")
       return false
     end
   end
   if S.program then
     local prog, err = M.program_of(S, p)
     if not prog then
-      r.kind, r.reason = M.prunes(err) and "pruned" or "failed", (M.prunes(err) and "" or "program: ") .. err
+      refused(r, err, "program")
       return false
     end
     r.prog = prog
@@ -132,15 +138,15 @@ end
 local function try(S, r)
   local ok, v, why_not = pcall(S.build, r.params)
   if ok and v == nil and why_not ~= nil then
-    r.kind, r.reason = "pruned", M.message(why_not)   -- build(p) -> nil, "why": it cannot run here
+    row.set(r, "pruned", M.message(why_not))   -- build(p) -> nil, "why": it cannot run here
     return nil
   end
   local bad = ok and M.check_build(v)
   if not ok then
-    r.kind, r.reason = M.prunes(v) and "pruned" or "failed", (M.prunes(v) and "" or "build: ") .. M.message(v)
+    refused(r, v, "build")
     return nil
   elseif bad then
-    r.kind, r.reason = "failed", bad
+    row.set(r, "failed", bad, "build")
     return nil
   end
   local label = S:label(r.params)
@@ -153,15 +159,15 @@ local function try(S, r)
   end)
   if not ok2 then
     if cancel.is_cancelled(err) then   -- over timeout_ms, or Ctrl-C: the GPU is free again
-      r.kind, r.reason, r.elapsed_ms = "cancelled", M.message(err), err.elapsed_ms
+      row.set(r, "cancelled", M.message(err))
+      r.elapsed_ms = err.elapsed_ms
       return nil
     end
-    r.kind = "failed"
     if watchdog.is_hang(err) then
-      r.reason = "hang: " .. tostring(err)
+      row.set(r, "failed", "hang: " .. tostring(err), "hang")
       return nil
     end
-    r.reason = "run: " .. tostring(err)
+    row.set(r, "failed", "run: " .. tostring(err), "run")
     if tostring(err):find("still running after", 1, true) then
       return nil, ("the GPU is still busy with the hung variant #%d (no watchdog, so it could not be cancelled): not run"):format(r.index)
     elseif native.is_driver_error(err) and err.sticky then
@@ -172,7 +178,7 @@ local function try(S, r)
   if v.verify then
     local wrong = M.verdict(pcall(v.verify))
     if wrong then
-      r.kind, r.reason = "failed", "verification: " .. wrong
+      row.set(r, "failed", "verification: " .. wrong, "verification")
       return nil
     end
     r.verified = true
@@ -215,18 +221,17 @@ local function time(S, variants, gpu, best_cost)
     before = flusher(S), keep_going = true,
     early_exit = S.rounds > M.SLOW_AFTER and { after = M.SLOW_AFTER, factor = M.SLOW_FACTOR, best = best_cost } or nil })
   if not ok then
-    for _, v in ipairs(variants) do v.row.kind, v.row.reason = "failed", "timing: " .. tostring(err) end
+    for _, v in ipairs(variants) do row.set(v.row, "failed", "timing: " .. tostring(err), "timing") end
     return nil
   end
   if base and base.error then
-    S.notes = S.notes or {}
-    S.notes[#S.notes + 1] = ("the baseline %s raised in the timed rounds (%s): no ratios"):format(base.label, M.message(base.error))
+    M.note(S, ("the baseline %s raised in the timed rounds (%s): no ratios"):format(base.label, M.message(base.error)))
     base = nil
   end
   for _, v in ipairs(variants) do
     local r = v.row
     if v.error then
-      r.kind, r.reason = "failed", "timing: " .. M.message(v.error)
+      row.set(r, "failed", "timing: " .. M.message(v.error), "timing")
     else
       r.kind, r.ms, r.gpu, r.times, r.slow, r.cost = "measured", v.ms, gpu, v.times, v.slow, v.ms / (v.work or 1)
       r.gbps = v.bytes and v.bytes / (v.ms * 1e6) or nil
@@ -236,6 +241,15 @@ local function time(S, variants, gpu, best_cost)
   end
   return base and { name = base.label, ms = base.ms, gbps = S.baseline.bytes and S.baseline.bytes / (base.ms * 1e6) or nil,
                     tflops = S.baseline.flops and S.baseline.flops / (base.ms * 1e9) or nil }
+end
+
+-- A note for the run's text, said once (S.result: the run in progress).
+function M.note(S, text)
+  local R = S.result
+  if not R then return end
+  R.notes = R.notes or {}
+  for _, n in ipairs(R.notes) do if n == text then return end end
+  R.notes[#R.notes + 1] = text
 end
 
 -- Ctrl-C while the sweep runs (counted by native/cuasync_signal.c between S:run's begin and end):
@@ -248,7 +262,7 @@ function M.measure(S, rows, step, gpu, best_cost)
   for _, r in ipairs(rows) do
     if not blocked and M.interrupts() >= 2 then blocked = "not run: the sweep was stopped by Ctrl-C (twice)" end
     if blocked then
-      r.kind, r.reason = "skipped", blocked
+      row.set(r, "skipped", blocked)
     else
       local v
       v, blocked = try(S, r)
@@ -263,13 +277,13 @@ end
 -- figure that owed something to its neighbours in the rounds does not stand. Keeps the sweep's
 -- figure in r.remeasured. Returns true and the new baseline row (if any), or false and why.
 function M.remeasure(S, r, gpu)
-  local copy = { index = r.index, params = r.params, kind = "measured" }
+  local copy = row.new(r.index, r.params)
   local v, why = try(S, copy)
   if not v then return false, why or copy.reason end
   local first = r.ms
   local base = time(S, { { run = v.run, row = copy, bytes = v.bytes, flops = v.flops } }, gpu, nil)
   if copy.kind ~= "measured" then return false, copy.reason end
-  for _, k in ipairs({ "ms", "gbps", "tflops", "ratio", "times", "slow" }) do r[k] = copy[k] end
+  row.copy(r, copy, "timed")
   r.remeasured = first
   return true, base
 end

@@ -1,0 +1,74 @@
+-- S:run's options, checked once, before anything runs: { jobs, gpus, force, shard, quiet,
+-- strategy, budget, seed, replay, slurm }. The sweep's own defaults (strategy, budget, seed)
+-- pass through M.search; the rest is a run's.
+local util = require("cuasync.util")
+local device = require("cuasync.device")
+local isolate = require("cuasync.tools.isolate")
+local strategies = require("cuasync.tools.sweep.strategies")
+
+local M = {}
+
+-- Check { strategy, budget, seed } (a sweep's defaults or run's options); returns them.
+function M.search(where, t)
+  if t.strategy ~= nil then strategies.check(where, t.strategy) end
+  if t.budget ~= nil then
+    util.kind(where, "budget", t.budget, "table")
+    util.known_fields(where, t.budget, { points = true, seconds = true }, "budget")
+    if t.budget.points == nil and t.budget.seconds == nil then util.fail(where, "budget must give points, seconds or both") end
+    if t.budget.points ~= nil then util.count(where, "budget.points", t.budget.points) end
+    local s = t.budget.seconds
+    if s ~= nil and (type(s) ~= "number" or s ~= s or s <= 0 or s == math.huge) then
+      util.fail(where, ("budget.seconds must be a positive number (got %s)"):format(util.describe(s)))
+    end
+  end
+  if t.seed ~= nil then util.int_in(where, "seed", t.seed, 0, 2 ^ 31) end
+  return t
+end
+
+local function parse_shard(where, s)
+  if s == nil then return nil end
+  local i, n
+  if type(s) == "string" then i, n = s:match("^(%d+)/(%d+)$") i, n = tonumber(i), tonumber(n)
+  elseif type(s) == "table" then i, n = s[1], s[2] end
+  if not (util.is_integer(i) and util.is_integer(n) and n >= 1 and i >= 1 and i <= n) then
+    util.fail(where, ('shard must be "i/n" with 1 <= i <= n (got %s)'):format(util.describe(s)))
+  end
+  return { i = i, n = n }
+end
+
+-- The GPUs to measure on: nil (the current one), or a list of ordinals.
+function M.gpus(where, g, available)
+  if g == nil then return nil end
+  if g == "all" then
+    if not available then return nil end
+    local t = {}
+    for i = 0, device.count() - 1 do t[#t + 1] = i end
+    return t
+  end
+  util.list(where, "gpus", g)
+  for i, d in ipairs(g) do util.int_in(where, ("gpus[%d]"):format(i), d, 0, 63) end
+  return g
+end
+
+-- Compile workers by default: one per core, at most 16 (they never bring up the driver).
+function M.default_jobs() return math.max(1, math.min(isolate.cores(), 16)) end
+
+-- S:run's options checked, with the sweep's defaults filled in: { jobs, shard = { i, n } | nil,
+-- strategy, budget, seed, force, quiet, replay, gpus (unchecked until a GPU is known), slurm }.
+function M.run(where, S, o)
+  util.kind(where, "argument", o, "table")
+  util.known_fields(where, o, { jobs = true, gpus = true, force = true, shard = true, quiet = true, strategy = true,
+                                budget = true, seed = true, replay = true, slurm = true })
+  M.search(where, o)
+  for _, f in ipairs({ "force", "quiet", "replay" }) do
+    if o[f] ~= nil and type(o[f]) ~= "boolean" then util.fail(where, ("%s must be true or false (got %s)"):format(f, util.describe(o[f]))) end
+  end
+  local d = S and S.defaults or {}
+  local strategy = o.strategy or d.strategy or "exhaustive"
+  return { jobs = util.int_in(where, "jobs", o.jobs or M.default_jobs(), 1, 256), shard = parse_shard(where, o.shard),
+           strategy = strategy, replay = o.replay == true or strategy == "replay",
+           budget = o.budget or d.budget, seed = o.seed or d.seed or 1, force = o.force == true, quiet = o.quiet,
+           gpus = o.gpus, slurm = o.slurm }
+end
+
+return M

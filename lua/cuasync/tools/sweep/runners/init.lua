@@ -1,0 +1,74 @@
+-- The runners: one interface, runner.run(S, rows, o) -> the rows measured now, the baseline
+-- row. rows are compiled points still of kind "measured"; each leaves as a row of its kind.
+--   process   built, verified and timed in this process (runners/process.lua)
+--   gpus      shared out over several GPUs, a worker process each (runners/gpus.lua)
+--   offline   nothing can launch here: compiled rows are skipped, saying why (runners/offline.lua)
+--   replay    answered from the result store's latest run, nothing compiled (runners/replay.lua)
+-- M.new makes the dispatcher of one run: per batch, stored rows are taken (unless force), the
+-- rest compiled (compile.lua) and handed to the runner that fits.
+local row = require("cuasync.tools.sweep.row")
+local measure = require("cuasync.tools.sweep.measure")
+local memo_mod = require("cuasync.tools.sweep.memo")
+
+local M = { REMEASURE = 3,
+            process = require("cuasync.tools.sweep.runners.process"),
+            gpus = require("cuasync.tools.sweep.runners.gpus"),
+            offline = require("cuasync.tools.sweep.runners.offline"),
+            replay = require("cuasync.tools.sweep.runners.replay") }
+local Runs = {}
+Runs.__index = Runs
+
+-- S, its run's result R, and how this run measures: { replay, force, measure (true when a GPU
+-- or a host sweep can run), why (when not), gpus (ordinals), memo, compiler, step }.
+function M.new(S, R, o)
+  return setmetatable({ S = S, R = R, o = o }, Runs)
+end
+
+-- The runner for n rows.
+function Runs:pick(n)
+  local o = self.o
+  if o.replay then return M.replay end
+  if not o.measure then return M.offline end
+  if #o.gpus > 1 and n > 1 and self.S.script then return M.gpus end
+  return M.process
+end
+
+-- Answer a batch of rows; returns the rows measured now.
+function Runs:answer(batch)
+  local S, o = self.S, self.o
+  if o.replay then return (M.replay.run(S, batch, { memo = o.memo })) end
+  local fresh = {}
+  for _, r in ipairs(batch) do
+    local e = o.measure and not o.force and o.memo:recall(r)
+    if e then memo_mod.fill(r, e) else fresh[#fresh + 1] = r end
+  end
+  o.compiler:compile(fresh)
+  local todo = {}
+  for _, r in ipairs(fresh) do if r.kind == "measured" then todo[#todo + 1] = r end end
+  if #todo == 0 then return todo end
+  local n = 0
+  local measured, base = self:pick(#todo).run(S, todo, { step = function() n = n + 1; o.step("measured", n, #todo) end,
+    gpu = o.gpus[1], gpus = o.gpus, best_cost = self.best_cost, why = o.why })
+  self.R.baseline = base or self.R.baseline
+  return measured
+end
+
+-- An evaluated row seen by the search: the best time per unit of work so far (the early-exit bar
+-- of later batches).
+function Runs:seen(r)
+  if row.ok(r) and r.cost and not r.slow and (not self.best_cost or r.cost < self.best_cost) then self.best_cost = r.cost end
+end
+
+-- The winner measured again alone; then the next, should it fall behind (at most REMEASURE).
+function Runs:remeasure(rows)
+  local o = self.o
+  for _ = 1, M.REMEASURE do
+    local best = row.best(rows)
+    if not best or best.cached or best.remeasured then break end
+    local ok, res = measure.remeasure(self.S, best, o.gpus[1])
+    if ok then self.R.baseline = res or self.R.baseline
+    else row.set(best, "failed", "re-measured alone: " .. tostring(res), "remeasure") end
+  end
+end
+
+return M
