@@ -177,3 +177,22 @@ describe("fs", function()
     end)
   end)
 end)
+
+describe("reports on a full disk", function()
+  it("csv, json, t4 and text raise by name with the reason; a missing directory is named", function()
+    local sweep = require("cuasync.tools.sweep")
+    local S = sweep{ name = "full_disk", host = true, rounds = 1, reps = 1, params = { n = { 1, 2 } },
+      build = function() return { run = function() end } end }
+    S:run{ quiet = true, force = true }
+    for _, format in ipairs({ "csv", "json", "t4", "text" }) do
+      assert.has_error(function() S:write(format, "/dev/full") end,
+        ("cuasync.sweep.%s: cannot write /dev/full: No space left on device"):format(format))
+    end
+    local dir = H.tmpdir()
+    assert.has_error(function() S:write("json", dir .. "/no/r.json") end,
+      ("cuasync.sweep.json: cannot write %s/no/r.json: the directory %s/no does not exist"):format(dir, dir))
+    assert.equal(dir .. "/r.csv", S:write("csv", dir .. "/r.csv"))
+    assert.truthy(fs.read(dir .. "/r.csv"):find("^index,n,kind"))
+    assert.equal(2, #S.rows)
+  end)
+end)
