@@ -1,5 +1,5 @@
-/* cuasync_fs.c — directory creation, atomic replacement of cache entries, directory listing,
- * per-process directories. */
+/* cuasync_fs.c — directory creation, checked plain and atomic writes, what a path is, listings
+ * and usage, FIFOs, per-process directories, locks. */
 #define _POSIX_C_SOURCE 200809L
 #define CUASYNC_INTERNAL
 #include <dirent.h>
@@ -37,34 +37,69 @@ int cuasync_fs_mkdirs(const char *dir, char *err, size_t errlen)
     return CUASYNC_OK;
 }
 
+/* -- Checked writes ------------------------------------------------------- */
+
+/* Write all of data to fd: 0, or the errno of the failure (EIO for a write that wrote nothing).
+ * write(2) may write less than asked (a full disk part way, a signal): the rest is written again. */
+static int fs_write_all(int fd, const char *data, size_t len)
+{
+    while (len > 0) {
+        size_t chunk = len > ((size_t)1 << 30) ? ((size_t)1 << 30) : len;
+        ssize_t n = write(fd, data, chunk);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return errno;
+        }
+        if (n == 0) return EIO;
+        data += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+/* Write then close: 0 or errno. A close's EINTR still closed the descriptor and lost nothing. */
+static int fs_write_close(int fd, const void *data, size_t len)
+{
+    int e = fs_write_all(fd, (const char *)data, len);
+    if (close(fd) != 0 && !e && errno != EINTR) e = errno;
+    return e;
+}
+
+int cuasync_fs_write(const char *path, const void *data, size_t len, int append, char *err, size_t errlen)
+{
+    int e, fd = open(path, O_WRONLY | O_CREAT | (append ? O_APPEND : O_TRUNC), 0666);
+    if (fd < 0)
+        return cuasync_fail(err, errlen, CUASYNC_E_IO, "cannot write %s: %s", path, strerror(errno));
+    e = fs_write_close(fd, data, len);
+    if (e) return cuasync_fail(err, errlen, CUASYNC_E_IO, "cannot write %s: %s", path, strerror(e));
+    return CUASYNC_OK;
+}
+
 int cuasync_fs_write_atomic(const char *path, const void *data, size_t len, char *err, size_t errlen)
 {
     char tmp[4200];
-    FILE *f;
-    size_t written;
-    int e;
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    f = fopen(tmp, "wb");
-    if (!f)
-        return cuasync_fail(err, errlen, CUASYNC_E_IO, "cannot write %s (%s)", tmp, strerror(errno));
-    /* errno is read where the failure shows: a full disk often only at the flush or the close */
-    errno = 0;
-    written = fwrite(data, 1, len, f);
-    e = written != len ? errno : 0;
-    if (!e && fflush(f) != 0) e = errno;
-    if (fclose(f) != 0 && !e) e = errno;
-    if (e || written != len) {
+    int e, fd;
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= sizeof tmp)
+        return cuasync_fail(err, errlen, CUASYNC_E_INVALID, "cannot write %s: the path is too long", path);
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    if (fd < 0)
+        return cuasync_fail(err, errlen, CUASYNC_E_IO, "cannot write %s: %s (its temporary file %s)", path,
+                            strerror(errno), tmp);
+    e = fs_write_close(fd, data, len);
+    if (e) {
         remove(tmp);
-        return cuasync_fail(err, errlen, CUASYNC_E_IO, "cannot write %s (%s)", tmp, strerror(e ? e : EIO));
+        return cuasync_fail(err, errlen, CUASYNC_E_IO, "cannot write %s: %s (its temporary file %s)", path,
+                            strerror(e), tmp);
     }
     if (rename(tmp, path) != 0) {
         e = errno;
         remove(tmp);
-        return cuasync_fail(err, errlen, CUASYNC_E_IO, "cannot rename %s to %s (%s)", tmp, path,
-                            strerror(e));
+        return cuasync_fail(err, errlen, CUASYNC_E_IO, "cannot rename %s to %s: %s", tmp, path, strerror(e));
     }
     return CUASYNC_OK;
 }
+
+/* -- What a path is, and how much is under a directory --------------------- */
 
 int cuasync_fs_regular_size(const char *path, long long *size)
 {
@@ -75,6 +110,68 @@ int cuasync_fs_regular_size(const char *path, long long *size)
     return 0;
 }
 
+int cuasync_fs_kind(const char *path, long long *size)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) return 0;
+    if (S_ISREG(st.st_mode)) {
+        *size = (long long)st.st_size;
+        return 1;
+    }
+    return S_ISDIR(st.st_mode) ? 2 : 3;
+}
+
+/* Add the regular files under path (len bytes used of its cap) to *files and *bytes; path is
+ * extended in place and restored. Deeper than 32 levels is not walked (a cache is two deep). */
+static int fs_usage_walk(char *path, size_t len, size_t cap, int depth, long long *files, long long *bytes)
+{
+    DIR *d = opendir(path);
+    struct dirent *e;
+    struct stat st;
+    if (!d) return errno;
+    while ((e = readdir(d)) != NULL) {
+        size_t l = strlen(e->d_name);
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 || len + l + 2 > cap) continue;
+        path[len] = '/';
+        memcpy(path + len + 1, e->d_name, l + 1);
+        if (lstat(path, &st) == 0) {
+            if (S_ISREG(st.st_mode)) {
+                *files += 1;
+                *bytes += (long long)st.st_size;
+            } else if (S_ISDIR(st.st_mode) && depth < 32) {
+                fs_usage_walk(path, len + 1 + l, cap, depth + 1, files, bytes);
+            }
+        }
+        path[len] = '\0';
+    }
+    closedir(d);
+    return 0;
+}
+
+int cuasync_fs_usage(const char *dir, long long *files, long long *bytes, char *err, size_t errlen)
+{
+    char path[4096];
+    size_t n = strlen(dir);
+    int e;
+    *files = 0;
+    *bytes = 0;
+    if (n == 0 || n >= sizeof path)
+        return cuasync_fail(err, errlen, CUASYNC_E_INVALID, "directory path '%s' is empty or too long", dir);
+    memcpy(path, dir, n + 1);
+    e = fs_usage_walk(path, n, sizeof path, 0, files, bytes);
+    if (e) return cuasync_fail(err, errlen, CUASYNC_E_IO, "cannot list %s: %s", dir, strerror(e));
+    return CUASYNC_OK;
+}
+
+int cuasync_fs_mkfifo(const char *path, char *err, size_t errlen)
+{
+    if (mkfifo(path, 0600) != 0)
+        return cuasync_fail(err, errlen, CUASYNC_E_IO, "cannot make the FIFO %s: %s", path, strerror(errno));
+    return CUASYNC_OK;
+}
+
+/* -- Listings ------------------------------------------------------------------ */
+
 static int by_name(const void *a, const void *b)
 {
     return strcmp(*(const char *const *)a, *(const char *const *)b);
@@ -84,22 +181,32 @@ int cuasync_fs_list(const char *dir, const char *suffix, char *out, size_t outle
 {
     DIR *d = opendir(dir);
     struct dirent *e;
-    char *names[512];
-    size_t n = 0, i, used = 0, sl = strlen(suffix);
+    char **names = NULL;
+    size_t n = 0, cap = 0, i, used = 0, sl = strlen(suffix);
     int rc = CUASYNC_OK;
     if (!d)
-        return cuasync_fail(err, errlen, CUASYNC_E_IO, "cannot list %s (%s)", dir, strerror(errno));
+        return cuasync_fail(err, errlen, CUASYNC_E_IO, "cannot list %s: %s", dir, strerror(errno));
     while ((e = readdir(d)) != NULL) {
         size_t l = strlen(e->d_name);
         if (l < sl || strcmp(e->d_name + l - sl, suffix) != 0) continue;
-        if (n == sizeof names / sizeof names[0] || !(names[n] = malloc(l + 1))) {
-            rc = cuasync_fail(err, errlen, CUASYNC_E_NOMEM, "too many files in %s", dir);
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+        if (n == cap) {
+            char **grown = realloc(names, (cap ? 2 * cap : 64) * sizeof *names);
+            if (!grown) {
+                rc = cuasync_fail(err, errlen, CUASYNC_E_NOMEM, "cannot list %s: out of memory", dir);
+                break;
+            }
+            names = grown;
+            cap = cap ? 2 * cap : 64;
+        }
+        if (!(names[n] = malloc(l + 1))) {
+            rc = cuasync_fail(err, errlen, CUASYNC_E_NOMEM, "cannot list %s: out of memory", dir);
             break;
         }
         memcpy(names[n++], e->d_name, l + 1);
     }
     closedir(d);
-    if (rc == CUASYNC_OK) qsort(names, n, sizeof names[0], by_name);
+    if (rc == CUASYNC_OK && n > 0) qsort(names, n, sizeof names[0], by_name);
     if (outlen) out[0] = '\0';
     for (i = 0; i < n; i++) {
         size_t l = strlen(names[i]);
@@ -113,6 +220,7 @@ int cuasync_fs_list(const char *dir, const char *suffix, char *out, size_t outle
         }
         free(names[i]);
     }
+    free(names);
     return rc;
 }
 

@@ -55,12 +55,11 @@ function H.luajit(code, env, timeout_s)
   return ok, out
 end
 
--- A shell command's output (stdout and stderr) and exit code.
+-- A shell command's output (stdout and stderr) and exit code (isolate.command: the one way a
+-- process is started).
 function H.sh(cmd)
-  local p = io.popen(cmd .. " 2>&1; echo \"rc=$?\"")
-  local out = p:read("*a")
-  p:close()
-  return (out:gsub("rc=%d+%s*$", "")), tonumber(out:match("rc=(%d+)%s*$"))
+  local _, out, rc = isolate.command(cmd)
+  return out, rc
 end
 
 -- A file's text, or nil where it cannot be read; write a file's text.

@@ -1,24 +1,16 @@
 -- The compile cache: in memory, and on disk under $CUASYNC_CACHE_DIR (default
 -- $XDG_CACHE_HOME/cuasync or ~/.cache/cuasync). Keyed on a SHA-256 of everything that can change
--- the output; each entry carries a SHA-256 of its payload, checked on read. A corrupt, truncated
--- or foreign entry is a miss (and is rewritten), never loaded. CUASYNC_CACHE=0 turns the disk off.
-local ffi = require("ffi")
-local native = require("cuasync.native")
-require("cuasync.cdef.fs")
-require("cuasync.cdef.hash")
-
-local C, errbuf, ERRLEN = native.C, native.errbuf, native.ERRLEN
+-- the output; each entry carries a SHA-256 of its payload (fs.sha256, the one checksum of every
+-- sealed file), checked on read. A corrupt, truncated or foreign entry is a miss (and is
+-- rewritten), never loaded. CUASYNC_CACHE=0 turns the disk off. Files go through fs.lua.
+local fs = require("cuasync.fs")
 
 local M = { stats = { nvrtc = 0, memory = 0, disk = 0, corrupt = 0, written = 0 } }
 local memory = {}
 local MAGIC = "CUASYNC-CACHE 1"
-local hexbuf = ffi.new("char[65]")
 local warned = false
 
-function M.sha256(s)
-  C.cuasync_sha256_hex(s, #s, hexbuf)
-  return ffi.string(hexbuf, 64)
-end
+M.sha256 = fs.sha256
 
 function M.dir()
   local d = os.getenv("CUASYNC_CACHE_DIR")
@@ -100,21 +92,17 @@ end
 
 -- No entry is larger than this: a bigger file is not ours (a symlink to /dev/zero would read GBs).
 M.MAX_ENTRY = 64 * 1024 * 1024
-local size_out = ffi.new("long long[1]")
 
 local function read_disk(key)
   local path = M.path(key)
   -- only a regular file is opened: a directory fails to read, a FIFO would block the open
-  local kind, size = M.file_kind(path)
+  local kind, size = fs.kind(path)
   if kind == "missing" then return nil end
   if kind ~= "file" or size > M.MAX_ENTRY then
     M.stats.corrupt = M.stats.corrupt + 1
     return nil
   end
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local data = f:read(M.MAX_ENTRY + 1)
-  f:close()
+  local data = fs.read(path, M.MAX_ENTRY + 1)
   if type(data) ~= "string" then
     M.stats.corrupt = M.stats.corrupt + 1
     return nil
@@ -130,21 +118,22 @@ local function read_disk(key)
   return entry
 end
 
--- Write data to path atomically (a temporary file beside it, then a rename), making its
--- directory first: true, or nil and why. The sweep's result store writes through it too.
+-- Write data to path atomically, making its directory first: true, or nil and why. Kept for
+-- callers written before fs.lua (use fs.mkdirs + fs.write_atomic).
 function M.write_atomic(path, data)
   local dir = path:match("^(.*)/[^/]*$")
-  local rc = dir and dir ~= "" and C.cuasync_fs_mkdirs(dir, errbuf, ERRLEN) or 0
-  if rc == 0 then rc = C.cuasync_fs_write_atomic(path, data, #data, errbuf, ERRLEN) end
-  if rc ~= 0 then return nil, native.message() end
-  return true
+  local ok, why = true, nil
+  if dir and dir ~= "" then ok, why = fs.mkdirs(dir) end
+  if not ok then return nil, why end
+  return fs.write_atomic(path, data)
 end
 
--- "file" and its size, "missing", or "other" (a directory, FIFO or device: never opened).
+-- "file" and its size, "missing", or "other" (a directory, FIFO or device: never opened). Kept
+-- for callers written before fs.lua: fs.kind tells a directory apart.
 function M.file_kind(path)
-  local kind = C.cuasync_fs_regular_size(path, size_out)
-  if kind == 0 then return "file", tonumber(size_out[0]) end
-  return kind == -1 and "missing" or "other"
+  local kind, size = fs.kind(path)
+  if kind == "dir" then return "other" end
+  return kind, size
 end
 
 local function write_disk(key, entry)

@@ -6,6 +6,8 @@
 --   device_doc.parse(dir) -> { headers = { { file, intro, needs, functions = { f... } } }, by_name }
 --     f = { name, scope, signature, ptx = { {text, isa, sm} }, doc = {lines}, calls, sm, asm }
 -- tools/device_doc_sm.lua derives the SM each function needs; tools/device_doc_md.lua renders.
+local util = require("cuasync.util")
+local fs = require("cuasync.fs")
 local device_doc_sm = require("cuasync.tools.device_doc_sm")
 
 local M = {}
@@ -89,10 +91,11 @@ function M.parse(dir)
   local out = { headers = {}, by_name = {}, hidden = {} }
   for _, base in ipairs(M.ORDER) do
     local file = ("%s/cuasync/%s.cuh"):format(dir, base)
-    local f = assert(io.open(file, "r"))
+    local text, why = fs.read(file)
+    if not text then util.fail("device_doc.parse", why .. " (make docs reads every header of device_doc.ORDER)") end
     local lines = {}
-    for l in f:lines() do lines[#lines + 1] = l end
-    f:close()
+    if text ~= "" and text:sub(-1) ~= "\n" then text = text .. "\n" end
+    for l in text:gmatch("([^\n]*)\n") do lines[#lines + 1] = l end
     local h = { file = "cuasync/" .. base .. ".cuh", intro = {}, functions = {}, aliases = {} }
     local i = 1
     while lines[i] and lines[i]:match("^//") do   -- the opening comment

@@ -1,6 +1,8 @@
 -- docs/device.md, written from what tools/device_doc.lua parses of the device headers.
 --   device_doc_md.render(parsed) -> the markdown text
 --   device_doc_md.write(path[, dir]) -> path (dir: the kernels-src directory)
+local util = require("cuasync.util")
+local fs = require("cuasync.fs")
 local device_doc = require("cuasync.tools.device_doc")
 
 local M = {}
@@ -59,9 +61,8 @@ end
 
 function M.write(path, dir)
   local text = M.render(device_doc.parse(dir or "kernels-src"))
-  local f = assert(io.open(path, "w"))
-  f:write(text)
-  f:close()
+  local ok, why = fs.write(path, text)
+  if not ok then util.fail("device_doc_md.write", why) end
   return path
 end
 

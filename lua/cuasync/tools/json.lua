@@ -1,87 +1,12 @@
--- JSON for the tools (sweep results, their store, worker tasks, T4). Written here: keys sorted
--- (the same rows give the same file), numbers exact (%.17g), and a table is an array only when
--- its keys are 1..n (dkjson takes a key "n" for an array length: a sweep parameter named n).
--- Read with Debian's dkjson, loaded on first use, with one message where it is missing.
-local util = require("cuasync.util")
-local toolkit = require("cuasync.toolkit")
+-- The tools' JSON: the core's encoder and reader (lua/cuasync/json.lua, where fs.lua's sealed
+-- format needs it), and decode_file for the callers that read a document from a path.
+local json = require("cuasync.json")
+local fs = require("cuasync.fs")
 
-local M = {}
-local dk
+local M = { lib = json.lib, encode = json.encode, decode = json.decode }
 
-function M.lib()
-  if dk then return dk end
-  local ok, lib = pcall(require, "dkjson")
-  if not ok then util.fail("sweep", "JSON needs dkjson (Debian: apt-get install lua-dkjson)") end
-  dk = lib
-  return dk
-end
-
-local ESC = { ['"'] = '\\"', ["\\"] = "\\\\", ["\b"] = "\\b", ["\f"] = "\\f", ["\n"] = "\\n", ["\r"] = "\\r", ["\t"] = "\\t" }
-
-local function str(s)
-  return '"' .. s:gsub('[%c"\\]', function(c) return ESC[c] or ("\\u%04x"):format(c:byte()) end) .. '"'
-end
-
-local function is_array(t)
-  local n = 0
-  for k in pairs(t) do
-    if type(k) ~= "number" or k < 1 or k % 1 ~= 0 then return false end
-    n = n + 1
-  end
-  return n > 0 and n == #t
-end
-
-local function enc(v, out, indent, depth)
-  local t = type(v)
-  if t == "nil" then out[#out + 1] = "null"
-  elseif t == "boolean" then out[#out + 1] = tostring(v)
-  elseif t == "number" then
-    if v ~= v or v == math.huge or v == -math.huge then out[#out + 1] = "null"
-    elseif v % 1 == 0 and math.abs(v) < 2 ^ 53 then out[#out + 1] = ("%d"):format(v)
-    else out[#out + 1] = ("%.17g"):format(v) end
-  elseif t == "string" then out[#out + 1] = str(v)
-  elseif t == "table" then
-    local nl = indent and ("\n" .. ("  "):rep(depth + 1)) or ""
-    local close = indent and ("\n" .. ("  "):rep(depth)) or ""
-    if is_array(v) then
-      out[#out + 1] = "["
-      for i = 1, #v do
-        out[#out + 1] = (i > 1 and "," or "") .. nl
-        enc(v[i], out, indent, depth + 1)
-      end
-      out[#out + 1] = close .. "]"
-    else
-      local keys = {}
-      for k in pairs(v) do keys[#keys + 1] = tostring(k) end
-      table.sort(keys)
-      out[#out + 1] = "{"
-      for i, k in ipairs(keys) do
-        local val = v[k]
-        if val == nil then val = v[tonumber(k)] end
-        out[#out + 1] = (i > 1 and "," or "") .. nl .. str(k) .. (indent and ": " or ":")
-        enc(val, out, indent, depth + 1)
-      end
-      out[#out + 1] = (#keys > 0 and close or "") .. "}"
-    end
-  else
-    error("cuasync.sweep: cannot write a " .. t .. " as JSON", 0)
-  end
-end
-
-function M.encode(v, pretty)
-  local out = {}
-  enc(v, out, pretty, 0)
-  return table.concat(out)
-end
-
--- The document in path, or nil and why ("cannot read", "not JSON: <dkjson's message>").
-function M.decode_file(path)
-  local text = toolkit.read_file(path)
-  if not text then return nil, "cannot read it" end
-  if text == "" then return nil, "empty: truncated" end
-  local doc, _, err = M.lib().decode(text)
-  if doc == nil then return nil, "not JSON: " .. tostring(err) end
-  return doc
-end
+-- The document in path, or nil and why ("cannot read PATH: ...", "empty: truncated",
+-- "not JSON: <dkjson's message>").
+M.decode_file = fs.read_json
 
 return M

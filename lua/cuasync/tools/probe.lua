@@ -6,16 +6,17 @@
 -- (load_gbps, read + written, is what the streams moved meanwhile), the latency Little's law
 -- wants: a load's latency doubles between 0.8 and 0.95 of the bandwidth (docs/sweeps.md).
 -- dtod_gbps is cuMemcpyDtoD counting read + write, so the read bandwidth a load pipeline draws
--- is half of it. Measured once per device and driver, then read from $CUASYNC_CACHE_DIR/probe
--- (an entry whose checksum fails, or written by an older probe, is measured again).
+-- is half of it. Measured once per device and driver, then read from $CUASYNC_CACHE_DIR/probe,
+-- a sealed JSON file (fs.write_json): one whose checksum fails, or written by an older probe
+-- (before fs.lua's seal), is measured again.
 local device = require("cuasync.device")
 local buffer = require("cuasync.buffer")
 local program = require("cuasync.program")
 local streams = require("cuasync.stream")
 local cache = require("cuasync.cache")
+local fs = require("cuasync.fs")
 local util = require("cuasync.util")
 local bench = require("cuasync.tools.bench")
-local json = require("cuasync.tools.json")
 
 -- LOAD_BLOCKS x the ring of probe_loaded (4 x 4 KiB) = 64 KiB in flight per SM: full bandwidth;
 -- the load copies LOAD_BYTES (1 GiB: with 256 MiB, L2 hits made it read 1.07 of DtoD)
@@ -25,10 +26,6 @@ local M = { BYTES = 256 * 1024 * 1024, STEPS = 8192, STRIDE = 8193, LOAD_BLOCKS 
 local function path(dev)
   local key = (dev.name .. "_" .. tostring(device.driver_version())):gsub("[^%w_%-]", "_")
   return (cache.dir() or ".") .. "/probe/" .. key .. ".json"
-end
-
-local function checksum(r)
-  return cache.sha256(("%.6f|%.6f|%.6f|%.6f|%d|%s"):format(r.latency_ns, r.idle_ns, r.load_gbps, r.dtod_gbps, r.sms, r.device))
 end
 
 local function finish(r)
@@ -94,19 +91,20 @@ function M.memory(dev, opts)
   end
   dev = dev or device.current()
   local file = path(dev)
-  local doc = not (opts and opts.force) and cache.file_kind(file) == "file" and json.decode_file(file)
+  local doc = not (opts and opts.force) and fs.kind(file) == "file" and fs.read_json(file, { sealed = true })
   if type(doc) == "table" and type(doc.latency_ns) == "number" and type(doc.idle_ns) == "number" and type(doc.dtod_gbps) == "number"
-     and type(doc.load_gbps) == "number"
-     and type(doc.sms) == "number" and type(doc.device) == "string" and doc.sum == checksum(doc) then
-    doc.sum, doc.cached = nil, true
+     and type(doc.load_gbps) == "number" and type(doc.sms) == "number" and type(doc.device) == "string" then
+    doc.cached = true
     return finish(doc)
   end
   local r = measure(dev)
   if os.getenv("CUASYNC_CACHE") ~= "0" then
-    local sealed = { latency_ns = r.latency_ns, idle_ns = r.idle_ns, load_gbps = r.load_gbps, dtod_gbps = r.dtod_gbps,
-                     sms = r.sms, device = r.device }
-    sealed.sum = checksum(sealed)
-    cache.write_atomic(file, json.encode(sealed))
+    local kept = { latency_ns = r.latency_ns, idle_ns = r.idle_ns, load_gbps = r.load_gbps, dtod_gbps = r.dtod_gbps,
+                   sms = r.sms, device = r.device }
+    local ok, why = fs.mkdirs(file:match("^(.*)/[^/]*$"))
+    if ok then ok, why = fs.write_json(file, kept, { atomic = true, sealed = true }) end
+    -- the measurement stands; only the next process measures again
+    if not ok then io.stderr:write("cuasync.probe.memory: the measurement is not kept: ", why, "\n") end
   end
   return finish(r)
 end

@@ -49,6 +49,16 @@ function cuasync.graph(fn, opts) end
 ---@param opts? { warmup: integer?, reps: integer?, stream: cuasync.Stream?, before: fun()?, host: boolean? }
 ---@return { median: number, min: number, max: number, mean: number, times: number[] }
 function cuasync.bench(fn, opts) end
+---@class cuasync.isolate the one place cuasync starts a process (tools/isolate.lua)
+---@field run fun(code: string, opts: { env: table<string,string>?, timeout_s: integer?, root: string? }?): boolean, string, integer?
+---@field spawn fun(jobs: { argv: string[], env: table<string,string>?, log: string? }[], on_line: fun(line: string)?): integer[]
+---@field command fun(cmd: string|string[], opts: { env: table<string,string>?, timeout_s: integer? }?): boolean, string, integer?
+---@field pipe_writer fun(cmd: string|string[], opts: { env: table<string,string>? }?): file*?, string?
+---@field which fun(name: string): string?
+---@field cores fun(): integer
+---@field sleep fun(seconds: number)
+---@field shell_quote fun(s: string): string
+cuasync.isolate = {}
 ---@return boolean
 function cuasync.is_hang(e) end
 ---@return boolean

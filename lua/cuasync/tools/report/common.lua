@@ -1,34 +1,29 @@
 -- What every report handler shares: the row model (sweep/row.lua: value formatting, a row's
--- figure, the best row), and opening an output file with a message that says what is wrong
--- (which directory is missing).
+-- figure, the best row), and writing an output file (through fs.lua, every write checked) with
+-- a message that says what is wrong (which directory is missing, or the system's reason: a full
+-- disk).
 local util = require("cuasync.util")
 local row = require("cuasync.tools.sweep.row")
-local cache = require("cuasync.cache")
+local fs = require("cuasync.fs")
 local json = require("cuasync.tools.json")
 
 local M = {}
 
 M.fmt_value, M.params_text, M.figure, M.best = row.fmt_value, row.params_text, row.figure, row.best
 
--- A file opened for writing, or a named error: the missing directory, or the system's reason.
-function M.writable(where, path)
+-- Write a report's text to path, once: returns path, or raises "cuasync.<where>: cannot write
+-- PATH: the directory D does not exist" or "...: cannot write PATH: <the system's reason>".
+function M.write(where, path, text)
   util.cstring(where, "path", path)
-  local dir = path:match("^(.*)/[^/]*$")
-  if dir and dir ~= "" and cache.file_kind(dir) == "missing" then
-    util.fail(where, ("cannot write %s: the directory %s does not exist"):format(path, dir))
-  end
-  local f, err = io.open(path, "w")
-  if not f then util.fail(where, ("cannot write %s: %s"):format(path, tostring(err))) end
-  return f
+  local ok, why = fs.write(path, text)
+  if not ok then util.fail(where, why) end
+  return path
 end
 
--- A document written as JSON (tools/json.lua) to path; returns path.
+-- A document written as JSON (tools/json.lua, indented) to path; returns path.
 function M.write_json(where, path, doc)
   json.lib()
-  local f = M.writable(where, path)
-  f:write(json.encode(doc, true), "\n")
-  f:close()
-  return path
+  return M.write(where, path, json.encode(doc, true) .. "\n")
 end
 
 return M

@@ -1,6 +1,7 @@
 -- The "csv" handler: one line per row, the parameters in the sweep's order, then the columns
 -- below; read_csv parses it back (the specs' round trip, and --merge of CSV files).
 local util = require("cuasync.util")
+local fs = require("cuasync.fs")
 local common = require("cuasync.tools.report.common")
 local row = require("cuasync.tools.sweep.row")
 
@@ -16,26 +17,22 @@ local function cell(v)
 end
 
 function M.write(S, path)
-  local f = common.writable("sweep.csv", path)
   local head = { "index" }
   for _, k in ipairs(S.order) do head[#head + 1] = k end
   for _, c in ipairs(M.COLUMNS) do head[#head + 1] = c end
-  f:write(table.concat(head, ","), "\n")
+  local lines = { table.concat(head, ",") }
   for _, r in ipairs(S.rows) do
     local line = { cell(r.index) }
     for _, k in ipairs(S.order) do line[#line + 1] = cell(r.params[k]) end
     for _, c in ipairs(M.COLUMNS) do line[#line + 1] = cell(r[c]) end
-    f:write(table.concat(line, ","), "\n")
+    lines[#lines + 1] = table.concat(line, ",")
   end
-  f:close()
-  return path
+  return common.write("sweep.csv", path, table.concat(lines, "\n") .. "\n")
 end
 
 function M.read(path)
-  local f = io.open(path, "r")
-  if not f then util.fail("sweep.read_csv", ("cannot read %s"):format(path)) end
-  local text = f:read("*a")
-  f:close()
+  local text, why = fs.read(path)
+  if not text then util.fail("sweep.read_csv", why) end
   local records, fields, buf, i, quoted = {}, {}, {}, 1, false
   while i <= #text do
     local ch = text:sub(i, i)

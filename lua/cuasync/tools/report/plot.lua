@@ -2,15 +2,14 @@
 -- (by the extension) when gnuplot is installed; where it is not, both are still written and
 -- the error says how to render them.
 local util = require("cuasync.util")
+local isolate = require("cuasync.tools.isolate")
 local common = require("cuasync.tools.report.common")
 
 local M = {}
 
+-- gnuplot's path, or nil where it is not installed.
 function M.gnuplot()
-  local p = io.popen("command -v gnuplot 2>/dev/null")
-  local where = p:read("*l")
-  p:close()
-  return where
+  return isolate.which("gnuplot")
 end
 
 -- plot(S, path, { x = param, y = "GB/s" | "ratio" | "TFLOP/s" | "ms", series = param }): a data file
@@ -48,7 +47,7 @@ function M.write(S, path, o)
   table.sort(names)
   local data = path:gsub("%.%w+$", "") .. ".dat"
   local script = path:gsub("%.%w+$", "") .. ".gp"
-  local f = common.writable("sweep.plot", data)
+  local lines = {}
   for _, s in ipairs(names) do
     local xs = {}
     for xv in pairs(groups[s]) do xs[#xs + 1] = xv end
@@ -56,28 +55,28 @@ function M.write(S, path, o)
       if type(a) == "number" and type(b) == "number" then return a < b end
       return tostring(a) < tostring(b)
     end)
-    f:write(("# %s\n"):format(s))
-    for _, xv in ipairs(xs) do f:write(("%s %s\n"):format(common.fmt_value(xv), ("%.6g"):format(groups[s][xv]))) end
-    f:write("\n\n")
+    lines[#lines + 1] = ("# %s\n"):format(s)
+    for _, xv in ipairs(xs) do lines[#lines + 1] = ("%s %s\n"):format(common.fmt_value(xv), ("%.6g"):format(groups[s][xv])) end
+    lines[#lines + 1] = "\n\n"
   end
-  f:close()
-  local g = common.writable("sweep.plot", script)
+  common.write("sweep.plot", data, table.concat(lines))
   local plots = {}
   for i, s in ipairs(names) do
     plots[i] = ("'%s' index %d using 1:2 with linespoints lw 2 pt 7 title '%s%s'"):format(data, i - 1,
       o.series and (o.series .. "=") or "", s)
   end
-  g:write(("set terminal %s\nset output '%s'\nset title '%s'\nset xlabel '%s'\nset ylabel '%s'\nset grid\nset key outside right\n"):format(
+  common.write("sweep.plot", script, ("set terminal %s\nset output '%s'\nset title '%s'\nset xlabel '%s'\nset ylabel '%s'\nset grid\nset key outside right\n"):format(
     term, path, (o.title or (S.name .. (S.result and S.result.device_name and (" on " .. S.result.device_name) or ""))):gsub("'", ""), x,
-    y == "ratio" and ("ratio to " .. (S.baseline_name or "baseline")) or y))
-  g:write("plot ", table.concat(plots, ", \\\n     "), "\n")
-  g:close()
+    y == "ratio" and ("ratio to " .. (S.baseline_name or "baseline")) or y)
+    .. "plot " .. table.concat(plots, ", \\\n     ") .. "\n")
   if not M.gnuplot() then
     util.fail("sweep.plot", ("gnuplot is not installed (Debian: apt-get install gnuplot-nox); the data and the script are written: %s, %s (gnuplot %s renders them)"):format(
       data, script, script))
   end
-  local ok = os.execute(("gnuplot %q 2>/dev/null"):format(script))
-  if ok ~= 0 and ok ~= true then util.fail("sweep.plot", ("gnuplot failed on %s"):format(script)) end
+  local ok, out, code = isolate.command({ "gnuplot", script })
+  if not ok then
+    util.fail("sweep.plot", ("gnuplot failed on %s (exit %s): %s"):format(script, tostring(code), (out:gsub("%s+$", "")):sub(-300)))
+  end
   return path
 end
 

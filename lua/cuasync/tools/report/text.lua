@@ -137,10 +137,7 @@ end
 
 
 function M.write(S, path)
-  local f = common.writable("sweep.write", path)
-  f:write(M.text(S), "\n")
-  f:close()
-  return path
+  return common.write("sweep.text", path, M.text(S) .. "\n")
 end
 
 return M

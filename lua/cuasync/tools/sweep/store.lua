@@ -3,20 +3,16 @@
 -- device and driver, the keys of the latest run. A later run takes stored rows instead of
 -- measuring them again; cuasync.sweep.best reads the latest run's best verified row.
 --   { version = 3, entries = { [key] = row + { sum } }, runs = { [device key] = { at, keys } } }
--- Each entry carries the SHA-256 of its JSON (cache.sha256): an entry whose sum does not
+-- Each entry is sealed (fs.seal: the SHA-256 of its JSON in `sum`): an entry whose sum does not
 -- match, or that is not a measured row, was damaged and is measured again, never trusted. The
--- file is written through the compile cache's atomic writer, under a lock, merged with what
--- concurrent runs wrote. Entries of versions 1 and 2 (unsealed) are measured again.
+-- file is written atomically (fs.write_atomic), under a lock, merged with what concurrent runs
+-- wrote. Entries of versions 1 and 2 (unsealed) are measured again.
 local device = require("cuasync.device")
 local util = require("cuasync.util")
 local cache = require("cuasync.cache")
+local fs = require("cuasync.fs")
 local json = require("cuasync.tools.json")
 local row = require("cuasync.tools.sweep.row")
-local native = require("cuasync.native")
-require("cuasync.cdef.fs")
-
-local ffi = require("ffi")
-local C, errbuf, ERRLEN = native.C, native.errbuf, native.ERRLEN
 
 local M = { VERSION = 3 }
 
@@ -34,20 +30,8 @@ function M.key(device_key, digest, params_text)
   return device_key .. "|" .. digest .. "|" .. params_text
 end
 
--- An entry's checksum: the SHA-256 of its JSON without the sum (tools/json.lua writes keys
--- sorted and numbers exact, so the text read back encodes to the same bytes).
-local function checksum(e)
-  local copy = {}
-  for k, v in pairs(e) do if k ~= "sum" then copy[k] = v end end
-  return cache.sha256(json.encode(copy))
-end
-
-function M.seal(row)
-  local e = {}
-  for k, v in pairs(row) do e[k] = v end
-  e.sum = checksum(e)
-  return e
-end
+-- A row sealed as a store entry (fs.seal: the checksum every sealed file of cuasync carries).
+M.seal = fs.seal
 
 -- The store entry of a measured row: its figures and params, sealed.
 function M.entry(r)
@@ -57,7 +41,7 @@ end
 -- An entry is trusted only when its sum matches and it is what the sweep writes: a measured
 -- row with its params and a finite time (a sealed entry of anything else came from elsewhere).
 local function trusted(e)
-  return type(e) == "table" and type(e.sum) == "string" and e.sum == checksum(e) and e.kind == "measured"
+  return fs.sealed(e) and e.kind == "measured"
          and type(e.params) == "table" and type(e.ms) == "number" and e.ms > 0 and e.ms < math.huge
 end
 
@@ -96,7 +80,7 @@ function M.load(name)
     empty.problem = "dkjson is missing (apt-get install lua-dkjson): results are not kept between runs"
     return empty
   end
-  local kind = cache.file_kind(path)
+  local kind = fs.kind(path)
   if kind == "missing" then return empty end
   if kind ~= "file" then
     empty.problem = ("the result store %s is not a file: results are not kept (remove it, or set CUASYNC_CACHE_DIR elsewhere)"):format(path)
@@ -119,37 +103,34 @@ end
 function M.save(name, changes)
   if os.getenv("CUASYNC_CACHE") == "0" or not pcall(json.lib) then return nil end
   local path = M.path(name)
-  local dir = path:match("^(.*)/[^/]*$")
-  if C.cuasync_fs_mkdirs(dir, errbuf, ERRLEN) ~= 0 then
-    return ("the result store was not written: %s (this run's rows are in S.rows and its reports)"):format(native.message())
-  end
-  local fd = ffi.new("int[1]")
-  if C.cuasync_fs_lock(path .. ".lock", fd, errbuf, ERRLEN) ~= 0 then
-    return ("the result store was not written: %s (this run's rows are in S.rows and its reports)"):format(native.message())
+  local made, merr = fs.mkdirs(path:match("^(.*)/[^/]*$"))
+  local lock, lerr = made and fs.lock(path .. ".lock")
+  if not lock then
+    return ("the result store was not written: %s (this run's rows are in S.rows and its reports)"):format(merr or lerr)
   end
   local ok, note = pcall(function()
-    local kind, s, why, aside = cache.file_kind(path), nil, nil, nil
+    local kind, s, why, aside = fs.kind(path), nil, nil, nil
     if kind == "file" then s, why = read(path) end
-    if kind == "other" then
+    if kind == "dir" or kind == "other" then
       return ("the result store %s is not a file: results are not kept (remove it, or set CUASYNC_CACHE_DIR elsewhere)"):format(path)
     end
     if kind == "file" and not s then
       for n = 1, 1000 do
         aside = ("%s.unreadable.%d"):format(path, n)
-        if cache.file_kind(aside) == "missing" then break end
+        if fs.kind(aside) == "missing" then break end
       end
-      if not os.rename(path, aside) then
+      if not fs.rename(path, aside) then
         return ("the result store %s is %s and could not be set aside: results are not kept"):format(path, why)
       end
     end
     s = s or { entries = {}, runs = {} }
     for k, e in pairs(changes.entries or {}) do s.entries[k] = e end
     for k, run in pairs(changes.runs or {}) do s.runs[k] = run end
-    local okw, werr = cache.write_atomic(path, json.encode({ version = M.VERSION, entries = s.entries, runs = s.runs }))
+    local okw, werr = fs.write_json(path, { version = M.VERSION, entries = s.entries, runs = s.runs }, { atomic = true })
     if not okw then return ("the result store %s was not written: %s"):format(path, tostring(werr)) end
     if aside then return ("the result store %s was %s: moved to %s, and a new store started"):format(path, why, aside) end
   end)
-  C.cuasync_fs_unlock(fd[0])
+  lock:unlock()
   if not ok then return ("the result store was not written: %s"):format(tostring(note)) end
   return note
 end

@@ -5,6 +5,7 @@
 -- their share, each writing a line to fd 3 per point done and its result as JSON.
 local device = require("cuasync.device")
 local isolate = require("cuasync.tools.isolate")
+local fs = require("cuasync.fs")
 local json = require("cuasync.tools.json")
 local toolkit = require("cuasync.toolkit")
 local runner = require("cuasync.tools.sweep.measure")
@@ -17,9 +18,8 @@ local ffi = require("ffi")
 local M = {}
 
 local function write_file(path, text)
-  local f = assert(io.open(path, "w"))
-  f:write(text)
-  f:close()
+  local ok, why = fs.write(path, text)
+  if not ok then error("cuasync.sweep: " .. why, 0) end
 end
 
 -- The task this process serves, or nil in the main process.
@@ -34,8 +34,7 @@ function M.task()
 end
 
 local function tell(line)
-  local f = io.open("/dev/fd/3", "w")
-  if f then f:write(line, "\n"); f:close() end
+  fs.append("/dev/fd/3", line .. "\n")   -- progress only: a line lost costs a tick, never a row
 end
 
 -- Compile a task's points; say(line) after each.
@@ -64,8 +63,7 @@ function M.serve(S, task, space)
   S.result = S.result or { rows = {} }   -- a worker's notes stay its own
   if task.mode == "pool" then
     local function say(line)   -- one short line per write: atomic in a FIFO
-      local f = io.open(task.fifo, "a")
-      if f then f:write(line, "\n"); f:close() end
+      fs.append(task.fifo, line .. "\n")
     end
     for line in io.stdin:lines() do
       local t = json.lib().decode(line)
@@ -123,8 +121,8 @@ function M.pool(S, n)
   local function none(why)
     return { workers = {}, spawned = 0, deaths = { ("no compile workers (%s): the main process compiled every point"):format(why) } }
   end
-  local ok = os.execute("mkfifo " .. isolate.shell_quote(fifo) .. " 2>/dev/null")
-  if ok ~= 0 and ok ~= true then return none("mkfifo " .. fifo .. " failed") end
+  local ok, why = fs.mkfifo(fifo)
+  if not ok then return none(why) end
   local reader, err = io.open(fifo, "r+")
   if not reader then os.remove(fifo) return none(tostring(err)) end
   -- a worker that died: its stdin refuses the write with EPIPE instead of killing this process
@@ -139,7 +137,8 @@ function M.pool(S, n)
     local log = ("%s.%d.log"):format(fifo, w)
     local cmd = ("( env %s %s >%s 2>&1; echo \"exit %d $?\" >>%s )"):format(table.concat(prefix, " "), table.concat(argv, " "),
       isolate.shell_quote(log), w, isolate.shell_quote(fifo))
-    P.workers[w] = { pipe = io.popen(cmd, "w"), log = log, alive = true }
+    local pipe = isolate.pipe_writer(cmd)
+    P.workers[w] = { pipe = pipe, log = log, alive = pipe ~= nil }
     P.spawned = P.spawned + 1
   end
   return P

@@ -5,8 +5,7 @@
 -- log, and fills S's rows from the merged file. Running the sweep again submits only the shards
 -- whose results are missing. Slurm is the scheduler; nothing here schedules.
 local util = require("cuasync.util")
-local cache = require("cuasync.cache")
-local toolkit = require("cuasync.toolkit")
+local fs = require("cuasync.fs")
 local json = require("cuasync.tools.json")
 local isolate = require("cuasync.tools.isolate")
 local streams = require("cuasync.stream")
@@ -91,7 +90,7 @@ local function shard_path(dir, i) return ("%s/shard_%d.json"):format(dir, i) end
 
 -- The shard's document if DIR holds a whole one of this sweep, else nil.
 local function shard_doc(S, dir, i, n)
-  if cache.file_kind(shard_path(dir, i)) ~= "file" then return nil end
+  if fs.kind(shard_path(dir, i)) ~= "file" then return nil end
   local ok, doc = pcall(report.handler("json").read, shard_path(dir, i))
   if ok and doc.name == S.name and doc.shard == ("%d/%d"):format(i + 1, n) then return doc end
 end
@@ -101,13 +100,19 @@ local function identity(S, n)
 end
 
 local function tail(path)
-  local text = toolkit.read_file(path) or ""
+  local text = fs.read(path) or ""
   local last
   for line in text:gmatch("[^\n]+") do if line:find("%S") then last = line end end
   return last and (last:sub(1, 200)) or "(empty)"
 end
 
 local function now_s() return streams.now_ns() / 1e9 end
+
+-- A file operation's result, or a named error before anything is submitted.
+local function checked(ok, why)
+  if not ok then util.fail(WHERE, "slurm: " .. why .. " (nothing was submitted)") end
+  return ok
+end
 
 -- The paths of the n shards in DIR, all present and of the sweep the manifest names (the merge
 -- job's input); a named error for a missing one.
@@ -118,7 +123,7 @@ function M.shard_paths(dir)
   end
   local paths, missing = {}, {}
   for i = 0, man.shards - 1 do
-    if cache.file_kind(shard_path(dir, i)) == "file" then paths[#paths + 1] = shard_path(dir, i)
+    if fs.kind(shard_path(dir, i)) == "file" then paths[#paths + 1] = shard_path(dir, i)
     else missing[#missing + 1] = tostring(i) end
   end
   if #missing > 0 then
@@ -143,7 +148,7 @@ local function follow(S, sl, job, quiet)
       step("shards done", total - left, total)
       if left == 0 then break end
     end
-    os.execute("sleep " .. sl.poll_s)
+    isolate.sleep(sl.poll_s)
   end
   local failed = {}
   for _, i in ipairs(job.indices) do
@@ -165,9 +170,9 @@ local function follow(S, sl, job, quiet)
   while true do
     local q = queue.queued({ job.merge })
     if q and not q[job.merge] then break end
-    os.execute("sleep " .. sl.poll_s)
+    isolate.sleep(sl.poll_s)
   end
-  if cache.file_kind(merged) ~= "file" then
+  if fs.kind(merged) ~= "file" then
     local state, code = queue.final(job.merge)
     util.fail(WHERE, ("the merge job %s ended %s without writing %s: see %s/merge.log: %s"):format(job.merge,
       state and (state .. " (exit " .. tostring(code) .. ")") or "(Slurm no longer knows it)", merged, sl.dir, tail(sl.dir .. "/merge.log")))
@@ -187,10 +192,10 @@ function M.run(S, o, sl)
   if not sl.dry_run and not have_sbatch then
     util.fail(WHERE, "slurm: sbatch is not on PATH: install Slurm's client (Debian: apt-get install slurm-client) and set SLURM_CONF to the cluster's slurm.conf, or run where Slurm is")
   end
-  local ok = os.execute("mkdir -p " .. isolate.shell_quote(sl.dir) .. " 2>/dev/null")
-  if (ok ~= 0 and ok ~= true) or cache.file_kind(sl.dir) ~= "other" then util.fail(WHERE, ("slurm: cannot make the directory %s"):format(sl.dir)) end
+  local made, why = fs.mkdirs(sl.dir)
+  if not made then util.fail(WHERE, ("slurm: cannot make the directory %s: %s"):format(sl.dir, why)) end
   local man_path = sl.dir .. "/manifest.json"
-  local man = cache.file_kind(man_path) == "file" and json.decode_file(man_path) or nil
+  local man = fs.kind(man_path) == "file" and json.decode_file(man_path) or nil
   local id = identity(S, sl.shards)
   if type(man) == "table" and man.identity ~= id and not o.force then
     util.fail(WHERE, ("slurm: %s holds the shards of another sweep, or of another shard count (%s): give slurm.dir another directory, or force = true (--force) to start it over"):format(
@@ -227,11 +232,12 @@ function M.run(S, o, sl)
   end
   S.slurm.script, S.slurm.merge_script = script.array(text), script.merge(text)
   if sl.dry_run then return S end
-  local f = assert(io.open(sl.dir .. "/array.sbatch", "w")); f:write(S.slurm.script); f:close()
-  f = assert(io.open(sl.dir .. "/merge.sbatch", "w")); f:write(S.slurm.merge_script); f:close()
-  for _, i in ipairs(missing) do os.remove(shard_path(sl.dir, i)) end
-  os.remove(merged)
-  f = assert(io.open(man_path, "w")); f:write(json.encode(man)); f:close()   -- the identity, before any job runs
+  -- a stale shard left in place would pass for this run's: a file that stays is an error too
+  checked(fs.write(sl.dir .. "/array.sbatch", S.slurm.script))
+  checked(fs.write(sl.dir .. "/merge.sbatch", S.slurm.merge_script))
+  for _, i in ipairs(missing) do checked(fs.remove(shard_path(sl.dir, i))) end
+  checked(fs.remove(merged))
+  checked(fs.write_json(man_path, man, { atomic = true }))   -- the identity, before any job runs
   local t0 = now_s()
   local array, why = queue.submit(sl.dir .. "/array.sbatch")
   if not array then util.fail(WHERE, "slurm: sbatch refused the job array: " .. why) end
@@ -242,7 +248,11 @@ function M.run(S, o, sl)
   end
   local job = { array = array, merge = mjob, indices = missing, at = os.time() }
   man.jobs[#man.jobs + 1] = job
-  f = assert(io.open(man_path, "w")); f:write(json.encode(man)); f:close()
+  local kept, kwhy = fs.write_json(man_path, man, { atomic = true })
+  if not kept then   -- the jobs run, but a later run could not tell they were submitted
+    queue.cancel(mjob); queue.cancel(array)
+    util.fail(WHERE, ("slurm: %s (the array %s and the merge job %s were cancelled)"):format(kwhy, array, mjob))
+  end
   S.slurm.array, S.slurm.merge = array, mjob
   if not sl.wait then return S end
   follow(S, sl, job, o.quiet)

@@ -1,30 +1,26 @@
 -- Asking Slurm: sbatch, squeue, scontrol (sacct where accounting is on) and scancel, each through
--- the shell, with Slurm's own message kept for the error that names the call.
-local shell_quote = require("cuasync.tools.isolate").shell_quote
+-- isolate.command, with Slurm's own message kept for the error that names the call.
+local isolate = require("cuasync.tools.isolate")
 
 local M = {}
 
--- Output (stdout and stderr) and exit code of a command line.
+-- Output (stdout and stderr) and exit code of a command (an argv list, or a shell line).
 function M.sh(cmd)
-  local p = io.popen(cmd .. " 2>&1; echo \"rc=$?\"")
-  local out = p:read("*a")
-  p:close()
-  local rc = tonumber(out:match("rc=(%d+)%s*$"))
-  return (out:gsub("rc=%d+%s*$", "")), rc
+  local _, out, rc = isolate.command(cmd)
+  return out, rc
 end
 
--- The path of a command on PATH, or nil.
+-- The path of a command on PATH, or nil (a field, so that a spec can stand in for Slurm).
 function M.which(name)
-  local out, rc = M.sh("command -v " .. shell_quote(name))
-  if rc ~= 0 then return nil end
-  return (out:gsub("%s+$", ""))
+  return isolate.which(name)
 end
 
 -- sbatch --parsable [args] script: the job id, or nil and sbatch's message.
 function M.submit(script, args)
-  local q = {}
-  for _, a in ipairs(args or {}) do q[#q + 1] = shell_quote(a) end
-  local out, rc = M.sh(("sbatch --parsable %s %s"):format(table.concat(q, " "), shell_quote(script)))
+  local argv = { "sbatch", "--parsable" }
+  for _, a in ipairs(args or {}) do argv[#argv + 1] = a end
+  argv[#argv + 1] = script
+  local out, rc = M.sh(argv)
   local id = rc == 0 and out:match("^%s*(%d+)[;%s]")
   if not id then return nil, (out:gsub("%s+$", "")) end
   return id
@@ -33,7 +29,7 @@ end
 -- The jobs (array tasks as "J_i", others as "J") of `ids` still in the queue, each with its
 -- state; nil and the message when squeue cannot answer. A job Slurm no longer knows is absent.
 function M.queued(ids)
-  local out, rc = M.sh(("squeue -h -r -j %s -o '%%i %%T'"):format(table.concat(ids, ",")))
+  local out, rc = M.sh({ "squeue", "-h", "-r", "-j", table.concat(ids, ","), "-o", "%i %T" })
   if rc ~= 0 and not out:find("Invalid job id", 1, true) then return nil, (out:gsub("%s+$", "")) end
   local t = {}
   for id, state in out:gmatch("([%d_%[%]%-,]+) (%u[%u_]*)") do t[id] = state end
@@ -43,12 +39,12 @@ end
 -- How a finished job (or array task "J_i") ended: state, exit code ("0:15"), or nil when Slurm
 -- no longer knows it (scontrol forgets after MinJobAge; sacct remembers where accounting is on).
 function M.final(id)
-  local out, rc = M.sh("scontrol show job -o " .. shell_quote(id))
+  local out, rc = M.sh({ "scontrol", "show", "job", "-o", id })
   if rc == 0 then
     local state = out:match("JobState=(%u[%u_]*)")
     if state then return state, out:match("ExitCode=([%d:]+)") end
   end
-  out, rc = M.sh(("sacct -n -P -X -j %s -o State,ExitCode"):format(shell_quote(id)))
+  out, rc = M.sh({ "sacct", "-n", "-P", "-X", "-j", id, "-o", "State,ExitCode" })
   if rc == 0 then
     local state, code = out:match("^(%u[%u_]*)[^|]*|([%d:]+)")
     if state then return state, code end
@@ -57,7 +53,7 @@ function M.final(id)
 end
 
 function M.cancel(id)
-  M.sh("scancel " .. shell_quote(id))
+  M.sh({ "scancel", id })
 end
 
 return M
