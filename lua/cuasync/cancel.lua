@@ -8,6 +8,7 @@
 local ffi = require("ffi")
 local native = require("cuasync.native")
 local watchdog = require("cuasync.watchdog")
+local errors = require("cuasync.errors")
 require("cuasync.cdef.memory")
 require("cuasync.cdef.stream")
 
@@ -50,19 +51,17 @@ function M.lower(hit)
   end
 end
 
-local Cancelled = { kind = "cancelled" }
-local Cancelled_mt = native.error_type(Cancelled)
-function M.is_cancelled(e) return getmetatable(e) == Cancelled_mt end
+M.is_cancelled = errors.is_cancelled
 
--- The error a cancelled wait raises: { kind = "cancelled", cause = "timeout" | "interrupt",
--- elapsed_ms, kernels, message }.
+-- The error a cancelled wait raises (errors.lua, kind "cancelled"): { kind = "cancelled",
+-- cause = "timeout" | "interrupt", elapsed_ms, kernels, message }.
 function M.error(where, cause, elapsed_ms, limit_ms, hit)
   local names = {}
   for _, w in ipairs(hit) do for _, l in ipairs(w.labels or { "'" .. tostring(w.last) .. "'" }) do names[#names + 1] = l end end
-  local e = { kind = "cancelled", cause = cause, elapsed_ms = elapsed_ms, kernels = names }
+  local e = { cause = cause, elapsed_ms = elapsed_ms, kernels = names }
   e.message = ("cuasync.%s: cancelled after %.0f ms (%s): the watchdog's abort word was raised from the host and kernel %s left its watched waits; the GPU is free for the next launch"):format(
     where, elapsed_ms, cause == "interrupt" and "Ctrl-C" or ("over timeout_ms = " .. limit_ms), table.concat(names, " or "))
-  return setmetatable(e, Cancelled_mt)
+  return errors.new("cancelled", e)
 end
 
 return M

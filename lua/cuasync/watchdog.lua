@@ -9,6 +9,7 @@
 local ffi = require("ffi")
 local native = require("cuasync.native")
 local util = require("cuasync.util")
+local errors = require("cuasync.errors")
 local mbarrier = require("cuasync.model.mbarrier")
 local capture = require("cuasync.capture")
 require("cuasync.cdef.memory")
@@ -153,10 +154,9 @@ end
 
 -- -- The error object --------------------------------------------------------------------------
 
-local Hang = { kind = "hang" }
-local Hang_mt = native.error_type(Hang)
-
-function M.is_hang(e) return getmetatable(e) == Hang_mt end
+-- errors.lua's Hang (kind "hang"); its explain is this file's post-mortem
+local Hang = errors.Hang
+M.is_hang = errors.is_hang
 
 -- The barrier's name in its pipeline ("full[2]"), from its offset in the stage ring.
 local function barrier_name(plan, r)
@@ -211,7 +211,7 @@ function M.error_from(r, mod, rc_ok)
     parts[#parts + 1] = "; the CUDA context is lost (watchdog action \"trap\"): start a new process to use the GPU again"
   end
   e.message = table.concat(parts)
-  return setmetatable(e, Hang_mt)
+  return errors.new("hang", e)
 end
 
 -- What the pipeline's progress words say about the waited phase, or nil:
