@@ -9,6 +9,15 @@ local H = require("helper")
 
 local function nop() end
 
+-- A plan's refusal is an error object of kind "plan" (cuasync.errors): its text without the
+-- position, which busted's has_error strips from a string but not from an object's tostring.
+local function refused(fn)
+  local ok, err = pcall(fn)
+  assert.is_false(ok)
+  assert.equal("plan", cuasync.errors.kind(err), tostring(err))
+  return cuasync.errors.message(err)
+end
+
 -- A one-round host sweep over `params` with `build`; returns its rows.
 local function rows_of(params, build, extra)
   local spec = { name = "bad_input", host = true, rounds = 2, reps = 2, params = params, build = build }
@@ -79,8 +88,8 @@ describe("bad input", function()
     end
     local header = require("cuasync.model.pipeline_header")
     for member in pairs(header.MEMBERS) do
-      assert.has_error(function() plan("tma", member) end,
-        ('cuasync.pipeline: loads[1].name "%s" is a member the generated Config already has; name the load something else'):format(member))
+      assert.equal(('cuasync.pipeline: loads[1].name "%s" is a member the generated Config already has; name the load something else'):format(member),
+        refused(function() plan("tma", member) end))
     end
     -- the list is the header's: every member it declares is in it
     local text = plan("tma", "A"):header()
@@ -88,10 +97,10 @@ describe("bad input", function()
       assert.truthy(header.MEMBERS[m] or m == "A", m)
     end
     for m in text:gmatch(", ([%w_]+) = %d+u") do assert.truthy(header.MEMBERS[m], m) end
-    assert.has_error(function() plan("tma", "int") end, 'cuasync.pipeline: loads[1].name "int" is a C++ keyword; name the load something else')
-    assert.has_error(function() plan("tma", "class") end, 'cuasync.pipeline: loads[1].name "class" is a C++ keyword; name the load something else')
-    assert.has_error(function() plan("tma", "tma") end,
-      'cuasync.pipeline: loads[1].name "tma" is the pipeline\'s own name (the generated struct\'s); name the load something else')
+    assert.equal('cuasync.pipeline: loads[1].name "int" is a C++ keyword; name the load something else', refused(function() plan("tma", "int") end))
+    assert.equal('cuasync.pipeline: loads[1].name "class" is a C++ keyword; name the load something else', refused(function() plan("tma", "class") end))
+    assert.equal('cuasync.pipeline: loads[1].name "tma" is the pipeline\'s own name (the generated struct\'s); name the load something else',
+      refused(function() plan("tma", "tma") end))
     assert.error_matches(function() plan("tma", "__x") end, "is reserved to the compiler")
     assert.error_matches(function() plan("int", "A") end, 'name "int" is a C%+%+ keyword: it names the generated C%+%+ struct')
     assert.error_matches(function() cuasync.pipeline{ name = "bulk", stages = 2, stage_bytes = 1024, producer = { warps = 1 }, consumer = { warps = 1 } } end,
@@ -200,7 +209,7 @@ describe("bad input", function()
     assert.error_matches(function() cuasync.tensormap{ ptr = 256, bytes = 2 ^ 20, encode = false, dtype = "f32", dims = { 5, 32 }, box = { 4, 4 } } end,
       "dims%[1%] = 5 makes rows of 20 bytes, and the packed strides derived from dims %(none were given%) must be multiples of 16 bytes")
     local P = cuasync.pipeline{ stages = 2, stage_bytes = 1024, producer = { warps = 1 }, consumer = { warps = 1 } }
-    assert.has_error(function() P:check{ smem_optin = 0 / 0 } end, "cuasync.pipeline: check's device.smem_optin must be a non-negative integer (got nan)")
+    assert.equal("cuasync.pipeline: check's device.smem_optin must be a non-negative integer (got nan)", refused(function() P:check{ smem_optin = 0 / 0 } end))
     local S7 = cuasync.pipeline{ stages = 7, stage_bytes = 32768, scratch = 4096, producer = { warps = 1 }, consumer = { warps = 1 } }
     local ok, err = pcall(S7.check, S7, { smem_optin = 232448 })
     assert.is_false(ok)

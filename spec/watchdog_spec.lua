@@ -120,6 +120,23 @@ describe("watchdog", function()
     assert.truthy(e:explain():find("no single cause stands out", 1, true))
   end)
 
+  it("has one owner of the abort words: watchdog.raise and watchdog.lower write them, cancel and check call them", function()
+    local writes = {}
+    local p = io.popen("find lua/cuasync -name '*.lua' | sort")
+    for f in p:lines() do
+      for line in H.read(f):gmatch("[^\n]+") do
+        for _, word in ipairs({ "abort", "claim", "first" }) do
+          if line:match("C%.cuasync_[%w_]+%([^)]*%." .. word .. "%f[^%w_]") then writes[#writes + 1] = f end
+        end
+      end
+    end
+    p:close()
+    assert.same({ "lua/cuasync/watchdog.lua", "lua/cuasync/watchdog.lua", "lua/cuasync/watchdog.lua", "lua/cuasync/watchdog.lua" }, writes)
+    assert.equal("function", type(watchdog.raise))
+    assert.equal("function", type(watchdog.lower))
+    assert.is_nil(H.read("lua/cuasync/cancel.lua"):find("cuasync_mem", 1, true))
+  end)
+
   it("refuses bad timeouts before any device work", function()
     assert.error_matches(function() cuasync.synchronize{ timeout_ms = 0 } end, "cuasync.synchronize: timeout_ms must be an integer in 1..")
     assert.error_matches(function() cuasync.synchronize{ timeout = 5 } end, "unknown field 'timeout'")

@@ -67,22 +67,42 @@ local function strings(list)
   return arr
 end
 
--- The failing lines of the source, numbered, for a compile error.
-function M.failing_lines(name, source, log)
-  local lines, wanted, out = {}, {}, {}
-  for l in (source .. "\n"):gmatch("([^\n]*)\n") do lines[#lines + 1] = l end
+-- The line numbers of `name` that NVRTC's log names, sorted.
+local function named_lines(name, log)
+  local wanted, nums = {}, {}
   local esc = name:gsub("%p", "%%%0")
   for n in log:gmatch(esc .. "%((%d+)%)") do wanted[tonumber(n)] = true end
-  local nums = {}
   for n in pairs(wanted) do nums[#nums + 1] = n end
   table.sort(nums)
-  for _, n in ipairs(nums) do
+  return nums
+end
+
+-- The failing lines of the source, numbered, with a line either side: the end of a compile
+-- error's message.
+function M.failing_lines(name, source, log)
+  local lines, out = {}, {}
+  for l in (source .. "\n"):gmatch("([^\n]*)\n") do lines[#lines + 1] = l end
+  for _, n in ipairs(named_lines(name, log)) do
     for i = math.max(1, n - 1), math.min(#lines, n + 1) do
       out[#out + 1] = ("%s%5d | %s"):format(i == n and ">" or " ", i, lines[i])
     end
     out[#out + 1] = ""
   end
   return table.concat(out, "\n")
+end
+
+-- Every line of the source, numbered the same way (">" on each line the log names): a compile
+-- error's `lines` (CuPy's CompileException dumps the numbered source likewise). Also returns
+-- the numbers the log names.
+function M.numbered(name, source, log)
+  local failing, lines, i = named_lines(name, log), {}, 0
+  local mark = {}
+  for _, n in ipairs(failing) do mark[n] = true end
+  for l in (source:sub(-1) == "\n" and source or source .. "\n"):gmatch("([^\n]*)\n") do
+    i = i + 1
+    lines[i] = ("%s%5d | %s"):format(mark[i] and ">" or " ", i, l)
+  end
+  return lines, failing
 end
 
 -- The SHA-256 of a source text, remembered (bounded) so that a program built again from the
@@ -246,8 +266,11 @@ function M.build(p, arch)
   local len = ffi.new("size_t[1]")
   local log, resources = M.report(ffi.string(C.cuasync_compiled_log(compiled, len), len[0]))
   if rc ~= 0 then
+    local lines, failing = M.numbered(p.name, p.source, log)
     util.fail("program", ("%s failed to compile for %s (%s)\n%s\n%s"):format(p.name, arch, msg,
-              log, M.failing_lines(p.name, p.source, log)))
+              log, M.failing_lines(p.name, p.source, log)),
+              { kind = "compile", name = p.name, arch = arch, log = log, source = p.source, options = opts,
+                lines = lines, failing = failing })
   end
   local function blob(fn)
     local b = fn(compiled, len)

@@ -4,6 +4,7 @@
 -- use, so `require("cuasync")` stays the core alone.
 local native = require("cuasync.native")
 local util = require("cuasync.util")
+local errors = require("cuasync.errors")
 local watchdog = require("cuasync.watchdog")
 local cancel = require("cuasync.cancel")
 local pipeline = require("cuasync.pipeline")
@@ -53,6 +54,7 @@ local M = {
             tensormap_rules = tensormap_rules, mbarrier = mbarrier, run = protocol.run,
             pipeline_plan = pipeline_plan },
   cache = { stats = cache.stats, dir = cache.dir, clear_memory = cache.clear_memory },
+  errors = errors,
   is_driver_error = native.is_driver_error,
   synchronize = streams.synchronize,
   reset = device.reset,

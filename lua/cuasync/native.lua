@@ -3,6 +3,7 @@
 -- way): this one calls those of cuasync.h and cuasync_error.h.
 local ffi = require("ffi")
 local util = require("cuasync.util")
+local errors = require("cuasync.errors")
 require("cuasync.cdef.core")
 require("cuasync.cdef.error")
 
@@ -50,30 +51,12 @@ M.STICKY = {
   CUDA_ERROR_CONTEXT_IS_DESTROYED = true,
 }
 
--- A failed driver call as an error object: tostring(err) is the message ("cuMemAlloc:
--- CUDA_ERROR_OUT_OF_MEMORY (out of memory) while ..."); err.code is the driver's error name,
--- err.status its number, err.sticky whether the context is lost, err.where the user's line.
--- String methods work on it (err:find, err:match) through its message.
--- The metatable of an error object: fields and methods from `proto`, tostring() its message,
--- and string methods working on the message (the watchdog's Hang errors share it).
-function M.error_type(proto)
-  return {
-    __index = function(_, k)
-      local v = proto[k]
-      if v ~= nil then return v end
-      local f = string[k]
-      if f then return function(self, ...) return f(self.message, ...) end end
-    end,
-    __tostring = function(e) return e.message end,
-    __concat = function(a, b) return tostring(a) .. tostring(b) end,
-  }
-end
-
-local DriverError = { kind = "driver" }
-local DriverError_mt = M.error_type(DriverError)
-M.DriverError = DriverError
-
-function M.is_driver_error(e) return getmetatable(e) == DriverError_mt end
+-- A failed driver call as an error object (errors.lua, kind "driver"): tostring(err) is the
+-- message ("cuMemAlloc: CUDA_ERROR_OUT_OF_MEMORY (out of memory) while ..."); err.code is the
+-- driver's error name, err.status its number, err.sticky whether the context is lost, err.where
+-- the user's line. String methods work on it (err:find, err:match) through its message.
+M.DriverError = errors.DriverError
+M.is_driver_error = errors.is_driver_error
 
 function M.driver_error(message, status)
   local code = ffi.string(C.cuasync_cu_error_name(status))
@@ -81,8 +64,8 @@ function M.driver_error(message, status)
   if sticky then
     message = message .. "; the CUDA context is lost: every later call on this device in this process fails the same way (the driver makes no new context after it either: only a new process uses the GPU again; cuasync.isolate runs code in one)"
   end
-  return setmetatable({ message = message, status = status, code = code, sticky = sticky,
-                        where = util.user_where() }, DriverError_mt)
+  return errors.new("driver", { message = message, status = status, code = code, sticky = sticky,
+                                where = util.user_where() })
 end
 
 -- Incremented by cuasync.reset(): a kernel or prepared launch from an older generation refuses

@@ -1,6 +1,8 @@
 -- Argument checks shared by the public functions. Each raises "cuasync.<where>: <what> (<rule>)"
 -- at the user's line: the first stack frame outside lua/cuasync/, found by walking the stack, so
 -- no caller counts levels by hand. Pure Lua: model/ may use it.
+local errors = require("cuasync.errors")
+
 local M = {}
 
 -- The directory holding this library's modules ("lua/" in a checkout, the LuaRocks tree when
@@ -103,10 +105,27 @@ local function describe(v, max)
 end
 M.describe = describe
 
--- Raise at the user's line: the stack decides (util.user_level), no caller counts levels.
-function M.fail(where, msg)
+-- The position error(msg, level) puts in front of a string ("file.lua:12: ", or "" where the
+-- frame has no line), for a level counted from the caller of position.
+local function position(level)
+  local info = debug.getinfo(level + 1, "Sl")
+  if info and info.what ~= "C" and info.currentline >= 0 then return info.short_src .. ":" .. info.currentline .. ": " end
+  return ""
+end
+
+-- Raise "cuasync.<where>: <msg>" at the user's line: the stack decides (util.user_level), no
+-- caller counts levels. A refusal of a kind (errors.lua: fields.kind, or the kind of the call,
+-- "plan" for cuasync.pipeline and its methods) raises an error object carrying fields, whose
+-- tostring is the same text, position included.
+function M.fail(where, msg, fields)
   if #msg > 60000 then msg = msg:sub(1, 60000) .. "... (message cut)" end
-  error("cuasync." .. where .. ": " .. msg, M.user_level())
+  local text = "cuasync." .. where .. ": " .. msg
+  local level = M.user_level()
+  local kind = fields and fields.kind or errors.of_call(where)
+  if not kind then error(text, level) end
+  local e = fields or {}
+  e.message, e.position = text, position(level)
+  error(errors.new(kind, e), 0)
 end
 
 -- An integer a double holds exactly (|v| <= 2^53).

@@ -144,6 +144,8 @@ local counts = { returned = 0, clean = 0, raw = 0, long = 0, hang = 0 }
 local firsts = {}
 local function clean(err)
   if cuasync.is_driver_error(err) then return true end
+  -- cuasync's other error objects (a compile error, a plan's refusal) read as their text
+  if cuasync.errors.kind(err) then err = tostring(err) end
   if type(err) ~= "string" then return false end
   local body = err:gsub("^[^\n]-:%d+: ", "", 1)
   return body:match("^cuasync[%.%w_]*: ") ~= nil or body:match("^no CUDA driver") ~= nil
@@ -160,7 +162,7 @@ for i = 1, calls do
   if ok then kind = "returned"
   elseif err == "FUZZ-HANG" then kind = "hang"
   elseif not clean(err) then kind = "raw"
-  elseif #tostring(err) > MAX_MSG and not tostring(err):find("failed to compile", 1, true) then kind = "long"
+  elseif #tostring(err) > MAX_MSG and cuasync.errors.kind(err) ~= "compile" then kind = "long"
   else kind = "clean" end
   counts[kind] = counts[kind] + 1
   if kind ~= "returned" and kind ~= "clean" then

@@ -8,6 +8,7 @@
 ---@field library string the native library's path
 ---@field limits { sm_90: cuasync.Limits }
 ---@field cache { dir: fun(): string, stats: { hits: integer, misses: integer, nvrtc: integer, written: integer }, clear_memory: fun() }
+---@field errors cuasync.errors
 local cuasync = {}
 ---@return boolean ok, string? why
 function cuasync.available() end
@@ -65,6 +66,71 @@ function cuasync.is_hang(e) end
 function cuasync.is_driver_error(e) end
 ---@return boolean
 function cuasync.is_cancelled(e) end
+
+---@alias cuasync.ErrorKind "compile"|"plan"|"driver"|"hang"|"cancelled"
+
+-- The error kinds (lua/cuasync/errors.lua): every error object cuasync raises.
+---@class cuasync.errors
+---@field KINDS cuasync.ErrorKind[]
+---@field CALLS table<string, cuasync.ErrorKind> the calls whose refusals have a kind ({ pipeline = "plan" })
+---@field DriverError table the prototype of each kind (its kind and methods)
+---@field Hang table
+---@field Cancelled table
+---@field CompileError table
+---@field PlanError table
+cuasync.errors = {}
+---@param e any
+---@return cuasync.ErrorKind|nil kind nil for a string or a table cuasync did not make
+function cuasync.errors.kind(e) end
+---@param e any
+---@return string message the text without its `file.lua:N: ` position
+function cuasync.errors.message(e) end
+---@param where string a call's name ("pipeline.simulate")
+---@return cuasync.ErrorKind|nil
+function cuasync.errors.of_call(where) end
+---@param kind cuasync.ErrorKind
+---@param fields table with message
+---@return cuasync.Error
+function cuasync.errors.new(kind, fields) end
+---@return boolean
+function cuasync.errors.is_driver_error(e) end
+---@return boolean
+function cuasync.errors.is_hang(e) end
+---@return boolean
+function cuasync.errors.is_cancelled(e) end
+
+-- An error object: tostring(err) is its text (position included where it names your line),
+-- and string methods work on that text.
+---@class cuasync.Error
+---@field kind cuasync.ErrorKind
+---@field message string the text without a position
+---@field position string? the `file.lua:12: ` tostring puts first (compile and plan errors)
+
+---@class cuasync.CompileError: cuasync.Error
+---@field kind "compile"
+---@field name string the program's name
+---@field arch string
+---@field log string NVRTC's log
+---@field source string the program's source
+---@field options string[] NVRTC's command line
+---@field lines string[] the whole source, one numbered line each (">" where the log names it)
+---@field failing integer[] the line numbers the log names
+
+---@class cuasync.PlanError: cuasync.Error
+---@field kind "plan"
+
+---@class cuasync.DriverError: cuasync.Error
+---@field kind "driver"
+---@field code string the CUDA_ERROR_* name
+---@field status integer
+---@field sticky boolean whether the context is lost
+---@field where string? the user's line
+
+---@class cuasync.Cancelled: cuasync.Error
+---@field kind "cancelled"
+---@field cause "timeout"|"interrupt"
+---@field elapsed_ms number
+---@field kernels string[]
 
 ---@class cuasync.Limits
 ---@field name string

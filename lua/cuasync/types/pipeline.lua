@@ -42,8 +42,10 @@ function Pipeline:simulate(opts) end
 ---@return cuasync.Pipeline
 function Pipeline:mutate(fault) end
 
+-- An error object of kind "hang" (cuasync.Error's fields; errors.lua): tostring(err) is its message.
 ---@class cuasync.Hang
 ---@field kind "hang"
+---@field message string
 ---@field kernel string
 ---@field block integer[]
 ---@field warp integer
