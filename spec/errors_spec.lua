@@ -10,7 +10,7 @@ local native = require("cuasync.native")
 local watchdog = require("cuasync.watchdog")
 local hang = require("cuasync.hang")
 local cancel = require("cuasync.cancel")
-local runner = require("cuasync.tools.sweep.runner")
+local runner = require("cuasync.tools.sweep.measure")
 
 -- The error fn raises, and the line of this file it was called from (fn's own first line).
 local function caught(fn)

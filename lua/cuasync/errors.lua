@@ -8,11 +8,13 @@
 --   cancelled  a watched kernel cancelled from the host (cancel.lua): cause, elapsed_ms, kernels
 --   compile    NVRTC refused a program (compiler.lua): name, arch, log, source, options, lines
 --   plan       a pipeline plan refused: any refusal of cuasync.pipeline{...} or of its methods
+--   timeout    a wait past its timeout_ms on work that could not be cancelled (no watchdog, or
+--              not in a watched wait): the GPU is still busy with it (elapsed_ms, watched)
 -- errors.kind(err) tells them apart (nil for a string or a foreign table), so a caller tests a
 -- kind instead of matching message text.
 local M = {}
 
-M.KINDS = { "compile", "plan", "driver", "hang", "cancelled" }
+M.KINDS = { "compile", "plan", "driver", "hang", "cancelled", "timeout" }
 
 local kind_of = {}   -- metatable -> kind
 
@@ -40,8 +42,9 @@ M.Hang, mts.hang = class("hang")
 M.Cancelled, mts.cancelled = class("cancelled")
 M.CompileError, mts.compile = class("compile")
 M.PlanError, mts.plan = class("plan")
+M.Timeout, mts.timeout = class("timeout")
 
--- The kind of e: "compile" | "plan" | "driver" | "hang" | "cancelled", or nil for anything else
+-- The kind of e: "compile" | "plan" | "driver" | "hang" | "cancelled" | "timeout", or nil for anything else
 -- (a string, a table cuasync did not make, a protocol fault of the CPU model).
 function M.kind(e)
   if type(e) ~= "table" then return nil end

@@ -61,11 +61,11 @@ function M.poll(where, ms, what, done)
                                          tonumber(C.cuasync_now_ns() - t0) / 1e6, ms, hit), 0)
         end
         util.fail(where, ("still running after %d ms: %s; the watchdog's abort word was raised but the kernel did not leave within %d ms (it is not in a watched wait)"):format(
-                  math.floor(el), what, M.CANCEL_WAIT_MS))
+                  math.floor(el), what, M.CANCEL_WAIT_MS), { kind = "timeout", elapsed_ms = math.floor(el), watched = true })
       end
       if el > ms then
         util.fail(where, ("still running after %d ms: %s (the watchdog is off for it, so it cannot be cancelled; cuasync.program{ watchdog = true } turns a hung wait into a post-mortem)"):format(
-                  ms, what))
+                  ms, what), { kind = "timeout", elapsed_ms = ms, watched = false })
       end
       seen = C.cuasync_interrupt_count()   -- Ctrl-C with nothing watched to cancel: wait on
     end

@@ -19,7 +19,7 @@ function M.invalidity(r)
       at = (r.reason or ""):match("^(%a+)")
     end
     if at == "compile" then return "compile" end
-    if at == "hang" or (r.reason or ""):find("still running after", 1, true) then return "timeout" end
+    if at == "hang" or at == "timeout" or (r.reason or ""):find("still running after", 1, true) then return "timeout" end
     if at == "verification" then return "correctness" end
     return "runtime"
   end

@@ -6,8 +6,6 @@
 -- by its text.
 local device = require("cuasync.device")
 local streams = require("cuasync.stream")
-local watchdog = require("cuasync.watchdog")
-local cancel = require("cuasync.cancel")
 local buffer = require("cuasync.buffer")
 local cache = require("cuasync.cache")
 local compiler = require("cuasync.compiler")
@@ -158,19 +156,20 @@ local function try(S, r)
     if not S.host then streams.synchronize{ timeout_ms = S.timeout_ms } end
   end)
   if not ok2 then
-    if cancel.is_cancelled(err) then   -- over timeout_ms, or Ctrl-C: the GPU is free again
+    if errors.kind(err) == "cancelled" then   -- over timeout_ms, or Ctrl-C: the GPU is free again
       row.set(r, "cancelled", M.message(err))
       r.elapsed_ms = err.elapsed_ms
       return nil
     end
-    if watchdog.is_hang(err) then
+    if errors.kind(err) == "hang" then
       row.set(r, "failed", "hang: " .. tostring(err), "hang")
       return nil
     end
-    row.set(r, "failed", "run: " .. tostring(err), "run")
-    if tostring(err):find("still running after", 1, true) then
+    local timeout = errors.kind(err) == "timeout"
+    row.set(r, "failed", "run: " .. tostring(err), timeout and "timeout" or "run")
+    if timeout then
       return nil, ("the GPU is still busy with the hung variant #%d (no watchdog, so it could not be cancelled): not run"):format(r.index)
-    elseif native.is_driver_error(err) and err.sticky then
+    elseif errors.kind(err) == "driver" and err.sticky then
       return nil, ("the CUDA context was lost at variant #%d: not run"):format(r.index)
     end
     return nil

@@ -13,7 +13,7 @@ M.IS_KIND = {}
 for _, k in ipairs(M.KINDS) do M.IS_KIND[k] = true end
 
 -- The steps a row can fail at (r.failed_in), in the order a point goes through them.
-M.STEPS = { "where", "program", "compile", "build", "run", "hang", "verification", "timing", "remeasure", "worker" }
+M.STEPS = { "where", "program", "compile", "build", "run", "hang", "timeout", "verification", "timing", "remeasure", "worker" }
 
 -- { name, tags, meaning }. Tags: figure (what a row is ranked by), timed (what the timed rounds
 -- set: a re-measure replaces these), measure (what a measurement
