@@ -50,8 +50,8 @@ local o = cli.script{ sweep = true, options = {
   { "--stages N", "stages of the pipeline", default = 4 },
   { "--raster N", "tile rows per band of the tile order", default = 1 },
   { "--tiles LIST", "C tiles, MxN", default = { "128x256", "256x128" } },
-  { "--rungs LIST", "the rungs (this file's first lines name them)", default = { "c1", "c2_own", "c2_serial_cl", "c2_warp_cl", "c2_wg_cl", "c2_serial", "c2_warp",
-    "c2_wg", "c2_wg_leader", "c1_nowd", "c2_own_nowd", "c2_wg_nowd" } },
+  { "--rungs LIST", "the rungs (this file's first lines name them)", default = { "c1", "c2_own", "c2_serial_cl", "c2_warp_cl",
+    "c2_wg_cl", "c2_serial", "c2_warp", "c2_wg", "c2_wg_leader", "c1_nowd", "c2_own_nowd", "c2_wg_nowd" } },
   { "--trace LIST", "the rungs traced after the table", default = { "c1", "c2_own", "c2_wg" } },
   { "--rounds N", "interleaved rounds", default = 5 }, { "--reps N", "launches timed per round", default = 10 },
 } }

@@ -23,7 +23,7 @@ local o = cli.script{ sweep = true, options = {
   { "--reps N", "launches timed per round", default = 10 },
   "on its own (through cuasync sweep, the command's --out, --gpus and --slurm serve):",
   { "--out DIR", "write pipeline_tma.csv, .json, .t4.json and a plot to DIR (made if missing)", alone = true },
-  { "--gpus all|0,1", "the GPUs that measure (default: GPU 0)", type = cli.types.gpus, alone = true },
+  { "--gpus all|0,1", "the GPUs that measure (default: GPU 0)", type = command.gpus, alone = true },
   { "--slurm SHARDS", "run as a Slurm job array of SHARDS shards and wait for the merged rows", default = 0, alone = true },
   { "--slurm-gpus N", "GPUs per Slurm task", default = 1, alone = true },
   { "--slurm-dir DIR", "the Slurm scripts and results (default cuasync-slurm/pipeline_tma)", alone = true },
@@ -57,7 +57,9 @@ local S = cuasync.sweep{ name = "pipeline_tma", params = { stages = o.stages, ro
 -- After the table and the files, both ways: where extra stages stop paying (beside what Little's
 -- law predicts from the memory probe), a plot beside the files --out wrote, the last line.
 local function after(_, run)
-  if S.best then print(S:knee{ x = "stages", series = { "inflight", "rows", "warps" }, memory = cuasync.probe.memory(cuasync.current_device()) }:text()) end
+  if S.best then
+    print(S:knee{ x = "stages", series = { "inflight", "rows", "warps" }, memory = cuasync.probe.memory(cuasync.current_device()) }:text())
+  end
   if run.out and S.best then   -- a plot needs measured rows; without them it is a note, not an error
     local ok, err = pcall(S.plot, S, run.out .. "/pipeline_tma.png", { x = "stages", series = "rows" })
     print(ok and ("plot: " .. err) or ("plot: not drawn (" .. tostring(err):gsub("^[^\n]-: ", "", 1) .. ")"))

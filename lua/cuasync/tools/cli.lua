@@ -9,9 +9,9 @@
 --                 { "--name METAVAR", "help", type =, default =, min =, choices =, needs = "other", alone = true } },
 --     run = function(o, args) end }   -- or main = function(argv) end: the command parses itself
 -- Values are keyed by the name with '-' as '_' (o.budget_points). A type is "string", "int",
--- "number", "ints", "list" (comma lists) or function(text) -> value | nil, why; without one it is
--- a flag (no METAVAR) or read off the default (an integer, a table of numbers, a table). many: the
--- option repeats, its values a list. needs: given only with that option. alone: see M.script.
+-- "number", "ints", "list" (comma lists) or function(text) -> value | nil, why (M.types); without
+-- one it is a flag (no METAVAR) or read off the default (an integer, a table of numbers, a table).
+-- many: the option repeats, its values a list. needs: given only with that option. alone: M.script.
 local M = {}
 
 -- -- Files and processes ------------------------------------------------------------------------
@@ -37,12 +37,12 @@ function M.mkdirs(dir)
   return nil, "cannot make the directory " .. dir
 end
 
--- dir_usage(dir) -> files, bytes (0, 0 for a directory that is not there)
+-- dir_usage(dir) -> files, bytes (du's KiB on disk; 0, 0 for a directory that is not there)
 function M.dir_usage(dir)
-  local p = io.popen(("ls -A %s 2>/dev/null | wc -l; du -sb %s 2>/dev/null | cut -f1"):format(shell_quote(dir), shell_quote(dir)))
-  local files, bytes = p:read("*l"), p:read("*l")
+  local p = io.popen(("ls -A %s 2>/dev/null | wc -l; du -sk %s 2>/dev/null | cut -f1"):format(shell_quote(dir), shell_quote(dir)))
+  local files, kib = p:read("*l"), p:read("*l")
   p:close()
-  return tonumber(files) or 0, tonumber(bytes) or 0
+  return tonumber(files) or 0, (tonumber(kib) or 0) * 1024
 end
 
 -- -- Types ------------------------------------------------------------------------------------
@@ -75,11 +75,6 @@ function TYPES.ints(v)
   local t = TYPES.list(v)
   for _, x in ipairs(t or {}) do if type(x) ~= "number" or x % 1 ~= 0 then t = nil end end
   return t, "is not a comma list of integers"
-end
-function TYPES.gpus(v)   -- all | 0,1
-  local t = v == "all" and v or TYPES.ints(v)
-  for _, d in ipairs(type(t) == "table" and t or {}) do if d < 0 then t = nil end end
-  return t, "is not all or a comma list of device ordinals (0, 1, ...)"
 end
 
 -- -- Specs --------------------------------------------------------------------------------------
@@ -135,7 +130,9 @@ end
 -- options with their defaults.
 function M.usage(spec, head)
   local prog, out = spec.program or ("cuasync " .. spec.name), {}
-  for k, u in ipairs(spec.usage or { synopsis(spec) }) do out[#out + 1] = (k == 1 and "usage: " or "       ") .. prog .. (u ~= "" and " " .. u or "") end
+  for k, u in ipairs(spec.usage or { synopsis(spec) }) do
+    out[#out + 1] = (k == 1 and "usage: " or "       ") .. prog .. (u ~= "" and " " .. u or "")
+  end
   if head then return table.concat(out, "\n") end
   if spec.about then out[#out + 1] = spec.about:gsub("%s+$", "") end
   for _, a in ipairs(spec.args or {}) do
@@ -212,15 +209,16 @@ function M.parse(spec, argv)
     i = i + 1
   end
   for _, e in ipairs(spec.rest and {} or options(spec)) do   -- (rest: what follows is not read yet)
-    if e.needs and given[e.key] and not given[e.needs:gsub("%-", "_")] then M.usage_error(spec, ("--%s needs --%s"):format(e.name, e.needs)) end
+    local needed = e.needs and e.needs:gsub("%-", "_")
+    if needed and given[e.key] and not given[needed] then M.usage_error(spec, ("--%s needs --%s"):format(e.name, e.needs)) end
   end
   local typed = false
   for k, a in ipairs(spec.args or {}) do   -- a script's positionals: typed, with defaults
     if entry(a, true).default ~= nil or a.type ~= "string" then
       typed = true
-      local x, why = nil, nil
+      local x, why
       if pos[k] then x, why = convert(a, pos[k]) end
-      if pos[k] and x == nil then M.usage_error(spec, ("%s %s %s"):format(a.name, pos[k], why or "is not valid")) end
+      if x == nil and pos[k] then M.usage_error(spec, ("%s %s %s"):format(a.name, pos[k], why or "is not valid")) end
       o[a.key] = x == nil and a.default or x
     end
   end

@@ -15,6 +15,13 @@ local function param(v)
   return { name, values }
 end
 
+-- --gpus all | 0,1 (an example on its own reads its --gpus with it too)
+local function gpus(v)
+  local t = v == "all" and v or cli.types.ints(v)
+  for _, d in ipairs(type(t) == "table" and t or {}) do if d < 0 then t = nil end end
+  return t, "is not all or a comma list of device ordinals (0, 1, ...)"
+end
+
 local function shard(v)
   local i, n = v:match("^(%d+)/(%d+)$")
   i, n = tonumber(i), tonumber(n)
@@ -42,7 +49,7 @@ local M = {
     { "--replay", "answer from the result store only (no GPU needed)" },
     { "--force", "measure again what the result store holds (with --slurm: submit every shard again)" },
     "where they run:",
-    { "--gpus all|0,1", "the GPUs that measure (default: GPU 0)", type = cli.types.gpus },
+    { "--gpus all|0,1", "the GPUs that measure (default: GPU 0)", type = gpus },
     { "--jobs N", "compile workers (default: one per core, at most 16)", type = "int", min = 1 },
     { "--shard I/N", "run every N-th point from the I-th (a job array covers a large space; --merge joins them)", type = shard },
     { "--quiet", "no progress lines" },
@@ -69,6 +76,8 @@ local M = {
     { "--dry-run", "print the two scripts and submit nothing", needs = "slurm" },
   },
 }
+
+M.gpus = gpus
 
 -- The sweep's outputs (o.out: DIR/NAME.csv, .json and .t4.json; o.csv, o.json, o.t4; o.plot with
 -- o.x, o.series): every one that can be written is, before one error names those that could not.
