@@ -59,10 +59,11 @@ test: deps all
 	$(BUSTED) -o TAP spec | tee build/test.tap || rc=$$?; \
 	awk -f .ci/tap-summary.awk build/test.tap; exit $$rc
 
-# The main job: the pipeline-depth sweep of the flagship pipeline kernel (48 variants); its table,
-# chart, CSV, JSON and plot go to build/.
+# The main job: the pipeline-depth sweep of the flagship pipeline kernel (48 variants), run by the
+# command (`luajit examples/pipeline_tma.lua --out build` does the same on its own); its table,
+# chart, knee, CSV, JSON, T4 and plot go to build/.
 run: deps all
-	$(LUA) examples/pipeline_tma.lua --out build
+	$(LUA) bin/cuasync sweep examples/pipeline_tma.lua --out build
 
 # docs/device.md is written from the device headers' comments (spec/docs_spec.lua checks it).
 docs:

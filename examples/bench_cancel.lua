@@ -7,8 +7,8 @@
 -- (planted_hangs.cu, watchdog timeout a minute) under synchronize{ timeout_ms }: how long past
 -- the budget the Cancelled error comes.
 --   luajit examples/bench_cancel.lua [--trials 20] [--timeout 200]
-local dir = arg[0]:match("^(.*)/[^/]*$") or "."
-dofile(dir .. "/_path.lua")
+package.path = (debug.getinfo(1, "S").source:match("^@(.*)/") or ".") .. "/lib/?.lua;" .. package.path
+require("example.checkout")   -- examples/lib/: this checkout's lua/ and build/ first on the paths
 local ffi = require("ffi")
 local cuasync = require("cuasync")
 local native = require("cuasync.native")
@@ -16,7 +16,10 @@ local cancel = require("cuasync.cancel")
 require("cuasync.cdef.memory")
 require("cuasync.cdef.stream")
 pcall(ffi.cdef, "int usleep(unsigned int usec);")
-local o = dofile(dir .. "/_args.lua")({ trials = 20, timeout = 200 }, "bench_cancel.lua [--trials N] [--timeout MS]")
+local o = require("cuasync.tools.cli").script{ options = {
+  { "--trials N", "trials of each path", default = 20 },
+  { "--timeout MS", "the synchronize{ timeout_ms } budget", default = 200 },
+} }
 
 local probe = cuasync.program{ file = "cancel_probe.cu" }
 local W, Hh, BX, BY = 512, 256, 64, 32

@@ -3,9 +3,35 @@
 -- compile that hits the memory cache (the same program built again in one process); then
 -- NVRTC's precompiled headers in one process, and a 36-variant GEMM sweep's compile phase.
 --   luajit examples/bench_compile.lua
-local root = dofile((arg[0]:match("^(.*)/[^/]*$") or ".") .. "/_path.lua")
+package.path = (debug.getinfo(1, "S").source:match("^@(.*)/") or ".") .. "/lib/?.lua;" .. package.path
+require("example.checkout")   -- examples/lib/: this checkout's lua/ and build/ first on the paths
+local o = require("cuasync.tools.cli").script{ options = {
+  "internal: the benchmark runs itself in new processes with these",
+  { "--child KIND", "compile copy_bulk.cu (copy), 6 variants of one program (pch), a 36-variant sweep's compile phase (sweep)",
+    choices = { "copy", "pch", "sweep" } },
+  { "--which NAME", "the pch child's program", default = "gemm", choices = { "libcu++", "gemm" } },
+  { "--pch", "the pch child compiles with NVRTC's precompiled headers" },
+  { "--jobs N", "the sweep child's compile workers", default = 1 },
+} }
 
-if arg[1] == "--child" then
+-- -- Processes and files: this benchmark's only ones, here (isolate.command, isolate.cores and
+-- -- cuasync.fs.remove once those are merged) --------------------------------------------------
+local SELF = debug.getinfo(1, "S").source:match("^@(.*)$")
+local function quote(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+-- command(cmd) -> ok, output (stdout), code
+local function command(cmd)
+  local p = io.popen(cmd .. "; echo \"exit=$?\"")
+  local out = p:read("*a")
+  p:close()
+  local code = tonumber(out:match("exit=(%d+)%s*$"))
+  return code == 0, (out:gsub("exit=%d+%s*$", "")), code
+end
+local function cores() local ok, out = command("nproc") return ok and tonumber(out) or 4 end
+-- a fresh cache directory's name (nothing made: the child makes it), and its removal
+local function fresh_dir() local d = os.tmpname() os.remove(d) return d end
+local function remove_tree(dir) os.execute("rm -rf " .. quote(dir)) end
+
+if o.child == "copy" then
   local cuasync = require("cuasync")
   local t0 = cuasync.now_ns()
   local prog = cuasync.program{ file = "copy_bulk.cu", defines = { STAGES = 4, CHUNK = 16384 }, arch = "sm_90a" }
@@ -24,13 +50,13 @@ if arg[1] == "--child" then
   return
 end
 
-if arg[1] == "--pch-child" then
+if o.child == "pch" then
   local cuasync = require("cuasync")
   local gemm = require("cuasync.kernels.gemm")
-  local pch = arg[3] == "1"
+  local pch = o.pch == true
   local t = {}
   for i, v in ipairs({ 2, 3, 4, 5, 6, 7 }) do
-    local p = arg[2] == "libcu++"
+    local p = o.which == "libcu++"
       and cuasync.program{ file = "libcudacxx_pipelines.cu", arch = "sm_90a", defines = { STAGES = v }, pch = pch }
       or gemm.program({ stages = v, tile = "128x128", m = 8192, n = 8192, k = 8192 }, { pch = pch, arch = "sm_90a" })
     local t0 = cuasync.now_ns()
@@ -42,7 +68,7 @@ if arg[1] == "--pch-child" then
   io.stderr:write(("  PCH heap retries: %d\n"):format(require("cuasync.native").C.cuasync_compile_pch_retries()))
   return
 end
-if arg[1] == "--sweep-child" then
+if o.child == "sweep" then
   local cuasync = require("cuasync")
   local gemm = require("cuasync.kernels.gemm")
   local S = cuasync.sweep{ name = "bench_compile_gemm", host = true, rounds = 1, reps = 1,
@@ -50,18 +76,15 @@ if arg[1] == "--sweep-child" then
     program = function(p) return gemm.program({ stages = p.stages, tile = p.tile, cluster = p.cluster, raster = p.raster,
                                                 m = 8192, n = 8192, k = 8192 }, { arch = "sm_90a" }) end,
     build = function() return { run = function() end } end }
-  S:run{ jobs = tonumber(arg[2]), quiet = true, force = true }
+  S:run{ jobs = o.jobs, quiet = true, force = true }
   local n = 0
   for _, r in ipairs(S.rows) do if r.compile_ms then n = n + 1 end end
   print(("%.3f %d"):format(S.compile_s, n))
   return
 end
-local dir = os.tmpname()
-os.remove(dir)
+local dir = fresh_dir()
 local function child()
-  local p = io.popen(("CUASYNC_CACHE_DIR=%q luajit %q --child"):format(dir, arg[0]))
-  local out = p:read("*a")
-  p:close()
+  local _, out = command(("CUASYNC_CACHE_DIR=%s luajit %s --child copy"):format(quote(dir), quote(SELF)))
   local ms, nvrtc, disk, hit = out:match("^(%S+) (%d+) (%d+) (%S+)")
   assert(ms, "child failed: " .. out)
   return tonumber(ms), tonumber(nvrtc), tonumber(disk), tonumber(hit)
@@ -77,7 +100,7 @@ table.sort(warm)
 print(("copy_bulk.cu, new process each: cold compile %.1f ms (NVRTC runs: %d); from the disk cache %.2f ms (median of 5)"):format(
   cold, n1, warm[3]))
 print(("prog:compile() hitting the memory cache (a new program object, same source): %.3f ms (median of 200)"):format(hit))
-os.execute(("rm -rf %q"):format(dir))
+remove_tree(dir)
 
 -- Precompiled headers (NVRTC's automatic PCH, what a sweep's compile workers use): each program
 -- compiled as 6 variants one after another in one fresh process, without and with PCH. The
@@ -85,13 +108,10 @@ os.execute(("rm -rf %q"):format(dir))
 -- not carry: its automatic files are deleted at exit, and an explicit --create-pch file is
 -- refused by another process, "incompatible PCH heap allocation address".)
 local function pch_run(which, on)
-  local d = os.tmpname()
-  os.remove(d)
-  local p = io.popen(("CUASYNC_CACHE_DIR=%q CUASYNC_PCH=verbose luajit %q --pch-child %s %d 2>>%q"):format(d, arg[0], which, on and 1 or 0,
-    (os.getenv("BENCH_PCH_LOG") or "/dev/null")))
-  local out = p:read("*a")
-  p:close()
-  os.execute(("rm -rf %q"):format(d))
+  local d = fresh_dir()
+  local _, out = command(("CUASYNC_CACHE_DIR=%s CUASYNC_PCH=verbose luajit %s --child pch --which %s%s 2>>%s"):format(quote(d), quote(SELF),
+    quote(which), on and " --pch" or "", quote(os.getenv("BENCH_PCH_LOG") or "/dev/null")))
+  remove_tree(d)
   local t = {}
   for x in out:gmatch("%S+") do t[#t + 1] = tonumber(x) end
   assert(#t == 6, "pch child failed: " .. out)
@@ -112,16 +132,14 @@ end
 
 -- The compile phase of a 36-variant GEMM sweep on a cold cache (a host sweep: compiles only),
 -- with the compile workers (--jobs) and PCH varied.
-local cores = tonumber(io.popen("nproc"):read("*l")) or 4
-print(("\n36-variant GEMM sweep, compile phase on a cold cache (%d cores here)"):format(cores))
-for round, jobs in ipairs({ 1, 4, math.min(16, math.max(4, cores)), 1, 4, math.min(16, math.max(4, cores)) }) do   -- twice: the spread
+local ncores = cores()
+print(("\n36-variant GEMM sweep, compile phase on a cold cache (%d cores here)"):format(ncores))
+for round, jobs in ipairs({ 1, 4, math.min(16, math.max(4, ncores)), 1, 4, math.min(16, math.max(4, ncores)) }) do   -- twice: the spread
   for _, on in ipairs(round <= 3 and { false, true } or { true, false }) do
-    local d = os.tmpname()
-    os.remove(d)
-    local p = io.popen(("CUASYNC_CACHE_DIR=%q CUASYNC_PCH=%d luajit %q --sweep-child %d"):format(d, on and 1 or 0, arg[0], jobs))
-    local out = p:read("*a")
-    p:close()
-    os.execute(("rm -rf %q"):format(d))
+    local d = fresh_dir()
+    local _, out = command(("CUASYNC_CACHE_DIR=%s CUASYNC_PCH=%d luajit %s --child sweep --jobs %d"):format(quote(d), on and 1 or 0,
+      quote(SELF), jobs))
+    remove_tree(d)
     local s, n = out:match("^(%S+) (%d+)")
     assert(s, "sweep child failed: " .. out)
     print(("  --jobs %2d, %-7s %6.2f s for %s variants"):format(jobs, on and "PCH" or "no PCH", tonumber(s), n))

@@ -11,13 +11,16 @@
 --     (programmatic = true on the consumer, which calls cuasync::pdl::wait()), plain and replayed
 --     from a graph; the consumer's output verified.
 --   luajit examples/bench_graph.lua [--steps 1000] [--rounds 7] [--n 16384]
-local dir = arg[0]:match("^(.*)/[^/]*$") or "."
-dofile(dir .. "/_path.lua")
+package.path = (debug.getinfo(1, "S").source:match("^@(.*)/") or ".") .. "/lib/?.lua;" .. package.path
+require("example.checkout")   -- examples/lib/: this checkout's lua/ and build/ first on the paths
 local ffi = require("ffi")
 local bit = require("bit")
 local cuasync = require("cuasync")
-local o = dofile(dir .. "/_args.lua")({ steps = 1000, rounds = 7, n = 16384 },
-  "bench_graph.lua [--steps 1000] [--rounds 7] [--n 16384]")
+local o = require("cuasync.tools.cli").script{ options = {
+  { "--steps N", "3-kernel steps per way", default = 1000 },
+  { "--rounds N", "interleaved rounds", default = 7 },
+  { "--n N", "floats of the small kernel's y += a * x", default = 16384 },
+} }
 
 local prog = cuasync.program{ file = "graph_steps.cu" }
 local ok, why = cuasync.available()

@@ -5,9 +5,14 @@
 -- depth: synchronize between bursts, time only the launches). Prints µs per launch and each
 -- way's ratio to the raw call in the same mode.
 --   luajit examples/bench_launch.lua [launches_per_round] [rounds]
-dofile((arg[0]:match("^(.*)/[^/]*$") or ".") .. "/_path.lua")
+package.path = (debug.getinfo(1, "S").source:match("^@(.*)/") or ".") .. "/lib/?.lua;" .. package.path
+require("example.checkout")   -- examples/lib/: this checkout's lua/ and build/ first on the paths
 local ffi = require("ffi")
 local cuasync = require("cuasync")
+local o = require("cuasync.tools.cli").script{ args = {
+  { "LAUNCHES", "launches per round", default = 20000 },
+  { "ROUNDS", "rounds", default = 9 },
+} }
 
 local ok, why = cuasync.available()
 local prog = cuasync.program{ source = 'extern "C" __global__ void empty(int *p) {}', name = "empty.cu" }
@@ -16,7 +21,7 @@ if not ok then
   return
 end
 
-local N, ROUNDS = tonumber(arg[1]) or 20000, tonumber(arg[2]) or 9
+local N, ROUNDS = o.launches, o.rounds
 local k = prog:compile():kernel("empty", "ptr")
 local buf = cuasync.alloc(256)
 local cfg = { grid = 1, block = 32 }

@@ -7,13 +7,16 @@
 -- reported. GB/s counts bytes read + bytes written.
 --   luajit examples/bench_patterns.lua [--bytes N] [--rounds 5] [--reps 10]
 -- With no GPU it compiles every variant and says that the launches were skipped.
-dofile((arg[0]:match("^(.*)/[^/]*$") or ".") .. "/_path.lua")
+package.path = (debug.getinfo(1, "S").source:match("^@(.*)/") or ".") .. "/lib/?.lua;" .. package.path
+require("example.checkout")   -- examples/lib/: this checkout's lua/ and build/ first on the paths
 local cuasync = require("cuasync")
 local patterns = cuasync.patterns
-local random = dofile((arg[0]:match("^(.*)/[^/]*$") or ".") .. "/_random.lua")
+local random = require("example.random")
 
-local opts = dofile((arg[0]:match("^(.*)/[^/]*$") or ".") .. "/_args.lua")({ bytes = 2 ^ 30, rounds = 5, reps = 10 },
-  "bench_patterns.lua [--bytes N] [--rounds N] [--reps N]")
+local opts = require("cuasync.tools.cli").script{ options = {
+  { "--bytes N", "bytes in and out", default = 2 ^ 30 },
+  { "--rounds N", "interleaved rounds", default = 5 }, { "--reps N", "launches timed per round", default = 10 },
+} }
 
 -- pattern, and the { stages[, tile_bytes] } to try (false: the pattern has neither). Copies
 -- through shared memory ran best on the H200 with ~40 KiB in flight per SM in 4 KiB pieces

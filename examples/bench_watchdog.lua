@@ -4,18 +4,22 @@
 -- the cycles of one bounded wait: two threads ping-ponging through two mbarriers, and a wait
 -- on a phase already complete (kernels-src/watchdog_cost.cu), off and on.
 --   luajit examples/bench_watchdog.lua [--bytes N] [--reps 10] [--rounds 7] [--waits 100000]
-local dir = arg[0]:match("^(.*)/[^/]*$") or "."
-dofile(dir .. "/_path.lua")
+package.path = (debug.getinfo(1, "S").source:match("^@(.*)/") or ".") .. "/lib/?.lua;" .. package.path
+require("example.checkout")   -- examples/lib/: this checkout's lua/ and build/ first on the paths
 local cuasync = require("cuasync")
 local copy = require("cuasync.kernels.copy")
-local o = dofile(dir .. "/_args.lua")({ bytes = 2 ^ 30, reps = 10, rounds = 7, waits = 100000 },
-  "bench_watchdog.lua [--bytes N] [--reps N] [--rounds N] [--waits N]")
+local copy_data = require("example.copy")
+local o = require("cuasync.tools.cli").script{ options = {
+  { "--bytes N", "bytes copied", default = 2 ^ 30 },
+  { "--rounds N", "interleaved rounds", default = 7 }, { "--reps N", "launches timed per round", default = 10 },
+  { "--waits N", "waits timed per kernel", default = 100000 },
+} }
 
 local gpu, why = cuasync.available()
 local W = 16384
 local Hh = math.floor(o.bytes / 4 / W / 64) * 64
 local bytes = W * Hh * 4
-local cp = gpu and dofile(dir .. "/_copy.lua")(bytes)
+local cp = gpu and copy_data(bytes)
 local tm = cuasync.tensormap{ buffer = cp and cp.src or nil, ptr = not gpu and 256 or nil, bytes = not gpu and bytes or nil,
   encode = gpu, dtype = "f32", dims = { W, Hh }, box = { 64, 64 } }
 local P = cuasync.pipeline{ name = "tma", stages = 4, loads = { { map = tm, name = "in" } }, producer = { warps = 1 },

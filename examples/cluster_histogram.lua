@@ -5,14 +5,19 @@
 -- the same data. Each size launches as many clusters as can be co-resident (k:max_active_clusters);
 -- a size with none is pruned, with why. GB/s counts the values read.
 --   luajit examples/cluster_histogram.lua [--n 67108864] [--bins 32768] [--block 512] [--reps 10] [--rounds 5]
-local dir = arg[0]:match("^(.*)/[^/]*$") or "."
-dofile(dir .. "/_path.lua")
+--   luajit bin/cuasync sweep examples/cluster_histogram.lua [the same] [--param cluster=1,2] ...
+package.path = (debug.getinfo(1, "S").source:match("^@(.*)/") or ".") .. "/lib/?.lua;" .. package.path
+require("example.checkout")   -- examples/lib/: this checkout's lua/ and build/ first on the paths
 local ffi = require("ffi")
 local bit = require("bit")
 local cuasync = require("cuasync")
-local random = dofile(dir .. "/_random.lua")
-local o = dofile(dir .. "/_args.lua")({ n = 2 ^ 26, bins = 32768, block = 512, reps = 10, rounds = 5 },
-  "cluster_histogram.lua [--n N] [--bins N (a power of two)] [--block N] [--reps N] [--rounds N]")
+local cli = require("cuasync.tools.cli")
+local random = require("example.random")
+local o = cli.script{ sweep = true, options = {
+  { "--n N", "values counted", default = 2 ^ 26 }, { "--bins N", "bins (a power of two)", default = 32768 },
+  { "--block N", "threads per block", default = 512 },
+  { "--rounds N", "interleaved rounds", default = 5 }, { "--reps N", "launches timed per round", default = 10 },
+} }
 local N, NB = o.n, o.bins
 assert(NB >= 16 and bit.band(NB, NB - 1) == 0, "--bins must be a power of two >= 16")
 local function program() return cuasync.program{ file = "cluster.cu" } end
@@ -50,4 +55,5 @@ local S = cuasync.sweep{
   end,
   baseline = { name = "global atomics", run = function() data().global() end, bytes = N * 4 },
 }
+if not cuasync.sweep.main() then return S end   -- `cuasync sweep` runs it, with its options
 S:run():print()

@@ -9,17 +9,30 @@
 -- cuda::pipeline + cuda::memcpy_async (cp_async_cxx.cu), at each vector size and stage count.
 --   luajit examples/cp_async_sweep.lua [--work copy,gather] [--stages 1,2,3,4,5,6,7,8] [--vector 16,8,4]
 --     [--completion mbarrier,group] [--producer all,warps] [--mib 1024] [--tile 16384] [--out DIR]
-local dir = arg[0]:match("^(.*)/[^/]*$") or "."
-dofile(dir .. "/_path.lua")
+--   luajit bin/cuasync sweep examples/cp_async_sweep.lua [the same] [--param stages=2,4] [--out DIR] ...
+package.path = (debug.getinfo(1, "S").source:match("^@(.*)/") or ".") .. "/lib/?.lua;" .. package.path
+require("example.checkout")   -- examples/lib/: this checkout's lua/ and build/ first on the paths
 local ffi = require("ffi")
 local cuasync = require("cuasync")
 local cp = require("cuasync.kernels.cp_async")
-local random = dofile(dir .. "/_random.lua")
-local o = dofile(dir .. "/_args.lua")({ work = "copy,gather", stages = "1,2,3,4,5,6,7,8", vector = "16,8,4",
-  completion = "mbarrier,group", producer = "all,warps", mib = 1024, tile = 16384, row = 256, rounds = 5, reps = 10,
-  out = "", yardsticks = "yes" },
-  "cp_async_sweep.lua [--work copy,gather] [--stages 1,2,4] [--vector 16,8,4] [--completion mbarrier,group] [--producer all,warps] [--mib N] [--tile N] [--yardsticks yes|no] [--out DIR]")
-local function words(s) local t = {} for x in tostring(s):gmatch("[%w_]+") do t[#t + 1] = tonumber(x) or x end return t end
+local cli = require("cuasync.tools.cli")
+local command = require("cuasync.tools.commands.sweep")
+local random = require("example.random")
+local o = cli.script{ sweep = true, options = {
+  { "--work LIST", "copy (a streaming copy through shared memory), gather (256-byte rows by a random index)",
+    default = { "copy", "gather" } },
+  { "--stages LIST", "stages of the pipeline", default = { 1, 2, 3, 4, 5, 6, 7, 8 } },
+  { "--vector LIST", "bytes per cp.async: 16, 8, 4", default = { 16, 8, 4 } },
+  { "--completion LIST", "mbarrier (noinc arrivals), group (async-groups)", default = { "mbarrier", "group" } },
+  { "--producer LIST", "all (every thread), warps (2 producer warps beside 4 consumer warps)", default = { "all", "warps" } },
+  { "--mib N", "MiB copied", default = 1024 },
+  { "--tile N", "bytes per stage", default = 16384 },
+  { "--row N", "bytes per gathered row", default = 256 },
+  { "--rounds N", "interleaved rounds", default = 5 }, { "--reps N", "launches timed per round", default = 10 },
+  { "--yardsticks YES", "then the plan beside the copy by hand and through libcu++", default = "yes", choices = { "yes", "no" } },
+  "on its own (through cuasync sweep, the command's --out serves):",
+  { "--out DIR", "write cp_async.csv, .json and .t4.json to DIR (made if missing)", alone = true },
+} }
 local bytes, tile, row = o.mib * 2 ^ 20, o.tile, o.row
 
 local function opts(p)
@@ -59,25 +72,22 @@ local function build(options)
                              expect = gather and d.gathered or d.host, back = d.back })
 end
 
-local S = cuasync.sweep{ name = "cp_async", params = { work = words(o.work), stages = words(o.stages), vector = words(o.vector),
-    completion = words(o.completion), producer = words(o.producer), tile = { tile } },
+local S = cuasync.sweep{ name = "cp_async", params = { work = o.work, stages = o.stages, vector = o.vector,
+    completion = o.completion, producer = o.producer, tile = { tile } },
   order = { "work", "tile", "producer", "completion", "vector", "stages" },
   program = function(p) return cp.program(opts(p)) end, rounds = o.rounds, reps = o.reps,
   build = function(p) return build(opts(p)) end,
   baseline = { name = "cuMemcpyDtoD", run = function() local d = buffers() d.dst:upload(d.src) end, bytes = 2 * bytes } }
-S:run():print()
-if o.out ~= "" then
-  print("wrote " .. S:csv(o.out .. "/cp_async.csv") .. ", " .. S:json(o.out .. "/cp_async.json"))
-end
-
 -- The yardsticks: the same streaming copy (unified, noinc arrivals) from the plan, by hand on
 -- pipeline_ring and through libcu++, at each vector size and stage count, in one set of rounds.
--- The three kernels store each stage the same way, so what differs is the pipeline.
-if o.yardsticks == "yes" and cuasync.available() then
+-- The three kernels store each stage the same way, so what differs is the pipeline. After the
+-- table and the files, both ways, at the sweep's vectors and stages (--param changes them too).
+local function yardsticks()
+  if o.yardsticks ~= "yes" or not cuasync.available() then return end
   local variants = { { label = "cuMemcpyDtoD", run = function() local d = buffers() d.dst:upload(d.src) end } }
   local IMPLS = { "plan", "plan_off", "ring", "cxx" }
-  for _, vector in ipairs(words(o.vector)) do
-    for _, stages in ipairs(words(o.stages)) do
+  for _, vector in ipairs(S.params.vector) do
+    for _, stages in ipairs(S.params.stages) do
       for _, impl in ipairs(IMPLS) do
         local v = build{ impl = impl == "plan_off" and "plan" or impl, stages = stages, tile = tile, vector = vector,
                          watchdog = impl == "plan_off" and false or nil }
@@ -105,3 +115,5 @@ if o.yardsticks == "yes" and cuasync.available() then
       r.ms / p.ms, r.ms / q.ms, c.ms / p.ms))
   end
 end
+if not cuasync.sweep.main() then return S, yardsticks end   -- `cuasync sweep` runs it, with its options
+command.report(S:run(), o, yardsticks)

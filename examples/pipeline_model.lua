@@ -4,14 +4,20 @@
 -- checker finds, with each role's timeline up to its blocking wait and every barrier's state.
 --   luajit examples/pipeline_model.lua [--stages 4] [--runs 200] [--seed 1]
 --                                      [--mutation tx_delta|consumer_arrivals|parity_flip|producer_exits_at]
-local dir = arg[0]:match("^(.*)/[^/]*$") or "."
-dofile(dir .. "/_path.lua")
+package.path = (debug.getinfo(1, "S").source:match("^@(.*)/") or ".") .. "/lib/?.lua;" .. package.path
+require("example.checkout")   -- examples/lib/: this checkout's lua/ and build/ first on the paths
 local cuasync = require("cuasync")
-local o = dofile(dir .. "/_args.lua")({ stages = 4, runs = 200, seed = 1, mutation = "tx_delta" },
-  "pipeline_model.lua [--stages N] [--runs N] [--seed N] [--mutation tx_delta|consumer_arrivals|parity_flip|producer_exits_at]")
+local cli = require("cuasync.tools.cli")
+local o = cli.script{ options = {
+  { "--stages N", "stages of the plan", default = 4 },
+  { "--runs N", "random interleavings simulated", default = 200 },
+  { "--seed N", "the interleavings' seed", default = 1 },
+  { "--mutation NAME", "the bug planted", default = "tx_delta",
+    choices = { "tx_delta", "consumer_arrivals", "parity_flip", "producer_exits_at" } },
+} }
 local MUTATIONS = { tx_delta = { tx_delta = -1024 }, consumer_arrivals = { consumer_arrivals = 3 },
                     parity_flip = { parity_flip = true }, producer_exits_at = { producer_exits_at = 2 * o.stages + 1 } }
-local mutation = MUTATIONS[o.mutation] or error("--mutation must be one of tx_delta, consumer_arrivals, parity_flip, producer_exits_at", 0)
+local mutation = MUTATIONS[o.mutation]
 
 -- a plan-only tensor map (encode = false): the same shapes as pipeline_tma.lua, no driver needed
 local tm = cuasync.tensormap{ ptr = 256, bytes = 16384 * 16384 * 4, encode = false, dtype = "f32",

@@ -2,21 +2,36 @@
 -- (kernels-src/pipeline_tma.cu holds no byte count or smem offset): stages x box rows x consumer
 -- warps x bytes in flight per SM (0: as many blocks as fit, up to 4; n: blocks per SM cut so
 -- that their stages hold about n bytes, as examples/tma_copy.lua sizes its grid), each verified
--- on fresh data, GB/s beside cuMemcpyDtoD in interleaved rounds. `make run`.
---   luajit examples/pipeline_tma.lua [--stages 1,2,3,4,6,8] [--rows 32,64] [--warps 2,4] [--inflight 0,40960]
---                                    [--out build] [--slurm SHARDS [--slurm-gpus 1] [--slurm-dir DIR]]
--- --slurm N runs the sweep as a Slurm job array of N shards and waits for the merged rows.
-local dir = arg[0]:match("^(.*)/[^/]*$") or "."
-dofile(dir .. "/_path.lua")
+-- on fresh data, GB/s beside cuMemcpyDtoD in interleaved rounds, then the knee. `make run`:
+--   luajit bin/cuasync sweep examples/pipeline_tma.lua --out build [--param stages=2,4] [--jobs 2] ...
+--   luajit examples/pipeline_tma.lua --out build [--stages 2,4] [--slurm SHARDS] ...   (--help: every option)
+package.path = (debug.getinfo(1, "S").source:match("^@(.*)/") or ".") .. "/lib/?.lua;" .. package.path
+require("example.checkout")   -- examples/lib/: this checkout's lua/ and build/ first on the paths
 local cuasync = require("cuasync")
-local o = dofile(dir .. "/_args.lua")({ width = 16384, height = 8192, stages = "1,2,3,4,6,8", rows = "32,64", warps = "2,4", inflight = "0,40960",
-  rounds = 5, reps = 10, out = "", gpus = "0", slurm = 0, ["slurm-gpus"] = 1, ["slurm-dir"] = "" },
-  "pipeline_tma.lua [--stages 2,4] [--rows 32,64] [--warps 2,4] [--inflight 0,40960] [--width N] [--height N] [--out DIR] [--gpus all|0,1] [--slurm SHARDS] [--slurm-gpus N] [--slurm-dir DIR]")
-local function list(s) local t = {} for x in tostring(s):gmatch("%d+") do t[#t + 1] = tonumber(x) end return t end
+local cli = require("cuasync.tools.cli")
+local command = require("cuasync.tools.commands.sweep")
+local copy_data = require("example.copy")
+
+local o = cli.script{ sweep = true, options = {
+  { "--stages LIST", "stages of the pipeline", default = { 1, 2, 3, 4, 6, 8 } },
+  { "--rows LIST", "rows of a box (64 floats wide)", default = { 32, 64 } },
+  { "--warps LIST", "consumer warps", default = { 2, 4 } },
+  { "--inflight LIST", "bytes in flight per SM the grid aims for (0: as many blocks as fit, up to 4)", default = { 0, 40960 } },
+  { "--width N", "the matrix's width, floats", default = 16384 },
+  { "--height N", "the matrix's height", default = 8192 },
+  { "--rounds N", "interleaved rounds", default = 5 },
+  { "--reps N", "launches timed per round", default = 10 },
+  "on its own (through cuasync sweep, the command's --out, --gpus and --slurm serve):",
+  { "--out DIR", "write pipeline_tma.csv, .json, .t4.json and a plot to DIR (made if missing)", alone = true },
+  { "--gpus all|0,1", "the GPUs that measure (default: GPU 0)", type = command.gpus, alone = true },
+  { "--slurm SHARDS", "run as a Slurm job array of SHARDS shards and wait for the merged rows", default = 0, alone = true },
+  { "--slurm-gpus N", "GPUs per Slurm task", default = 1, alone = true },
+  { "--slurm-dir DIR", "the Slurm scripts and results (default cuasync-slurm/pipeline_tma)", alone = true },
+} }
 local W, Hh = o.width, o.height
 local bytes = W * Hh * 4
 local cp   -- made on first use: a worker that only compiles never touches the GPU
-local function buffers() cp = cp or dofile(dir .. "/_copy.lua")(bytes) return cp end
+local function buffers() cp = cp or copy_data(bytes) return cp end
 local function map(rows, real)   -- a plan-only map (no driver) unless a launch needs the real one
   return cuasync.tensormap{ buffer = real and buffers().src or nil, ptr = not real and 256 or nil, bytes = not real and bytes or nil,
     encode = real or false, dtype = "f32", dims = { W, Hh }, box = { 64, rows } }
@@ -24,7 +39,7 @@ end
 local function plan(p) return cuasync.pipeline{ name = "tma", stages = p.stages, loads = { { map = map(p.rows), name = "in" } },
   producer = { warps = 1 }, consumer = { warps = p.warps } } end
 local function program(p) return plan(p):program{ file = "pipeline_tma.cu", defines = { BOX_X = 64, BOX_Y = p.rows } } end
-local S = cuasync.sweep{ name = "pipeline_tma", params = { stages = list(o.stages), rows = list(o.rows), warps = list(o.warps), inflight = list(o.inflight) },
+local S = cuasync.sweep{ name = "pipeline_tma", params = { stages = o.stages, rows = o.rows, warps = o.warps, inflight = o.inflight },
   order = { "inflight", "rows", "warps", "stages" }, program = program, rounds = o.rounds, reps = o.reps,
   build = function(p)
     local P, c, dev = plan(p), buffers(), cuasync.current_device()
@@ -38,21 +53,23 @@ local S = cuasync.sweep{ name = "pipeline_tma", params = { stages = list(o.stage
              poison = function() c.dst:fill(0xA5) end, verify = function() c.verify("pipeline_tma") return true end }
   end,
   baseline = { name = "cuMemcpyDtoD", run = function() buffers().base.run() end, bytes = 2 * bytes } }
-S:run{ gpus = o.gpus == "all" and "all" or list(o.gpus), slurm = o.slurm > 0 and { shards = o.slurm, wait = true,
-  gpus_per_task = o["slurm-gpus"], dir = o["slurm-dir"] ~= "" and o["slurm-dir"] or nil, poll_s = 0.5 } or nil }:print()
--- where extra stages stop paying, beside what Little's law predicts from the memory probe
-local mem = S.best and cuasync.probe.memory(cuasync.current_device()) or nil
-if S.best then print(S:knee{ x = "stages", series = { "inflight", "rows", "warps" }, memory = mem }:text()) end
-if o.out ~= "" then
-  os.execute("mkdir -p " .. require("cuasync.tools.isolate").shell_quote(o.out))   -- --out is made if missing
-  print("wrote " .. S:csv(o.out .. "/pipeline_tma.csv") .. ", " .. S:json(o.out .. "/pipeline_tma.json") .. ", "
-        .. S:write("t4", o.out .. "/pipeline_tma.t4.json"))
-  if S.best then   -- a plot needs measured rows; without them it is a note, not an error
-    local ok, err = pcall(S.plot, S, o.out .. "/pipeline_tma.png", { x = "stages", series = "rows" })
+
+-- After the table and the files, both ways: where extra stages stop paying (beside what Little's
+-- law predicts from the memory probe), a plot beside the files --out wrote, the last line.
+local function after(_, run)
+  if S.best then
+    print(S:knee{ x = "stages", series = { "inflight", "rows", "warps" }, memory = cuasync.probe.memory(cuasync.current_device()) }:text())
+  end
+  if run.out and S.best then   -- a plot needs measured rows; without them it is a note, not an error
+    local ok, err = pcall(S.plot, S, run.out .. "/pipeline_tma.png", { x = "stages", series = "rows" })
     print(ok and ("plot: " .. err) or ("plot: not drawn (" .. tostring(err):gsub("^[^\n]-: ", "", 1) .. ")"))
   end
+  local compiled = 0
+  for _, r in ipairs(S.rows) do if r.compile_ms then compiled = compiled + 1 end end
+  print(S.skipped_launches and ("done: %d variants compiled; nothing launched, so no knee and no plot (%s)"):format(compiled, S.skipped_launches)
+        or ("done: %d variants, best %s"):format(#S.rows, S.best and S:label(S.best.params) or "none"))
 end
-local compiled = 0
-for _, r in ipairs(S.rows) do if r.compile_ms then compiled = compiled + 1 end end
-print(S.skipped_launches and ("done: %d variants compiled; nothing launched, so no knee and no plot (%s)"):format(compiled, S.skipped_launches)
-      or ("done: %d variants, best %s"):format(#S.rows, S.best and S:label(S.best.params) or "none"))
+if not cuasync.sweep.main() then return S, after end   -- `cuasync sweep` runs it, with its options
+-- --slurm N: a Slurm job array of N shards, followed until the merged rows are in
+local slurm = o.slurm > 0 and { shards = o.slurm, wait = true, gpus_per_task = o.slurm_gpus, dir = o.slurm_dir, poll_s = 0.5 } or nil
+command.report(S:run{ gpus = o.gpus, slurm = slurm }, o, after)

@@ -4,12 +4,17 @@
 -- transpose, timed beside cuMemcpyDtoD of the same bytes in interleaved rounds, with the bank
 -- conflicts of the column reads stated from cuasync.swizzle.
 --   luajit examples/tile_transpose.lua [--n 8192] [--reps 10] [--rounds 5]
-local dir = arg[0]:match("^(.*)/[^/]*$") or "."
-dofile(dir .. "/_path.lua")
+--   luajit bin/cuasync sweep examples/tile_transpose.lua [the same] ...
+package.path = (debug.getinfo(1, "S").source:match("^@(.*)/") or ".") .. "/lib/?.lua;" .. package.path
+require("example.checkout")   -- examples/lib/: this checkout's lua/ and build/ first on the paths
 local ffi = require("ffi")
 local cuasync = require("cuasync")
-local o = dofile(dir .. "/_args.lua")({ n = 8192, reps = 10, rounds = 5 },
-  "tile_transpose.lua [--n N (a multiple of 32)] [--reps N] [--rounds N]")
+local cli = require("cuasync.tools.cli")
+local copy_data = require("example.copy")
+local o = cli.script{ sweep = true, options = {
+  { "--n N", "the matrix is N x N floats (a multiple of 32)", default = 8192 },
+  { "--rounds N", "interleaved rounds", default = 5 }, { "--reps N", "launches timed per round", default = 10 },
+} }
 local N = o.n
 assert(N % 32 == 0 and N >= 32, "--n must be a positive multiple of 32")
 local bytes = N * N * 4
@@ -19,7 +24,7 @@ local function program(p)
   return cuasync.program{ file = "tile_transpose.cu", defines = { SWIZZLE_SPAN = cuasync.swizzle.SPAN[p.swizzle] } }
 end
 local cp
-local function buffers() cp = cp or dofile(dir .. "/_copy.lua")(bytes) return cp end
+local function buffers() cp = cp or copy_data(bytes) return cp end
 
 local S = cuasync.sweep{
   name = "tile_transpose", params = { swizzle = { "none", "128B" } }, program = program, rounds = o.rounds, reps = o.reps,
@@ -45,8 +50,13 @@ local S = cuasync.sweep{
   end,
   baseline = { name = "cuMemcpyDtoD", run = function() buffers().base.run() end, bytes = 2 * bytes },
 }
-S:run():print()
-for _, mode in ipairs({ "none", "128B" }) do
-  print(("swizzle %-4s: a warp's column read is a %d-way bank conflict"):format(mode,
-    cuasync.swizzle.layout(mode, { 32, 32 }, 4):bank_conflicts(cells)))
+-- After the table, both ways: what the swizzle does to a warp's column read.
+local function after()
+  for _, mode in ipairs({ "none", "128B" }) do
+    print(("swizzle %-4s: a warp's column read is a %d-way bank conflict"):format(mode,
+      cuasync.swizzle.layout(mode, { 32, 32 }, 4):bank_conflicts(cells)))
+  end
 end
+if not cuasync.sweep.main() then return S, after end   -- `cuasync sweep` runs it, with its options
+S:run():print()
+after()

@@ -1,5 +1,6 @@
--- Fresh random data for the examples: xorshift64* seeded from the clock, so no run reuses the
--- data of the last. fill(ptr, words) writes `words` uint64 values at ptr.
+-- example.random: fresh random data for the examples, xorshift64* seeded from the clock, so no run
+-- reuses the data of the last. fill(ptr, words) writes `words` uint64 values at ptr. (It stays an
+-- example helper: the library's own random fill, buf:fill_random in DESIGN.md, is not written yet.)
 local ffi = require("ffi")
 local bit = require("bit")
 

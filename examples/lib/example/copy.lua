@@ -1,9 +1,9 @@
--- Shared by the copy benchmarks: `bytes` of fresh random data in src, a dst, cuMemcpyDtoD as the
--- yardstick variant, and verify(label) that compares dst with the source word for word, on the
--- device (kernels-src/compare_words.cu), against `ref`: the same random data uploaded from the
--- host into a buffer no kernel under test is given. close() frees it all.
+-- example.copy(bytes), shared by the copy examples: `bytes` of fresh random data in src, a dst,
+-- cuMemcpyDtoD as the yardstick variant, and verify(label) that compares dst with the source word
+-- for word, on the device (kernels-src/compare_words.cu), against `ref`: the same random data
+-- uploaded from the host into a buffer no kernel under test is given. close() frees it all.
 local cuasync = require("cuasync")
-local random = dofile((arg[0]:match("^(.*)/[^/]*$") or ".") .. "/_random.lua")
+local random = require("example.random")
 
 return function(bytes)
   local c = { bytes = bytes }
@@ -13,7 +13,7 @@ return function(bytes)
   c.src:upload(c.host)
   c.ref:upload(c.host)
   local compare = cuasync.program{ file = "compare_words.cu" }:compile():kernel("compare_words", "ptr, ptr, u64, ptr")
-  assert(bytes % 16 == 0, "_copy: bytes must be a multiple of 16")
+  assert(bytes % 16 == 0, "example.copy: bytes must be a multiple of 16")
   function c.verify(label)
     c.bad:fill(0)
     compare:launch({ grid = 4 * cuasync.current_device().sms, block = 256 }, c.dst, c.ref, bytes / 16, c.bad)

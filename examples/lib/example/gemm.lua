@@ -1,6 +1,6 @@
--- Shared by the GEMM examples: fresh random bf16 A (m x k) and B (n x k), the reference C = A B^T
--- in r (gemm_ref.cu), and an output c; verify() compares c with r on the device
--- (|got - want| <= 1e-2 + 1e-3 |want|) and returns ok, why.
+-- example.gemm(m, n, k), shared by the GEMM examples: fresh random bf16 A (m x k) and B (n x k),
+-- the reference C = A B^T in r (gemm_ref.cu), and an output c; verify() compares c with r on the
+-- device (|got - want| <= 1e-2 + 1e-3 |want|) and returns ok, why.
 local cuasync = require("cuasync")
 local gemm = require("cuasync.kernels.gemm")
 
