@@ -137,6 +137,25 @@ extern "C" __global__ void k(unsigned *g) {
     assert.truthy(cuasync.program{ source = src, arch = "sm_80" }:ptx():find("cp.async.mbarrier.arrive.noinc", 1, true))
   end)
 
+  it("ring.cuh stands alone, and pipeline.cuh still brings the ring (sm_90a and sm_80)", function()
+    for _, h in ipairs({ "ring.cuh", "pipeline.cuh" }) do
+      local src = "#include <cuasync/" .. h .. ">\n" .. [[
+extern "C" __global__ void k(unsigned *g) {
+  __shared__ cuasync::pipeline_ring<2> ring;
+  if (threadIdx.x == 0) ring.init(1, 1);
+  __syncthreads();
+  auto st = cuasync::stage_state<2>::consumer_start();
+  ring.producer_arrive(st); ring.consumer_wait(st); ring.consumer_release(st);
+  st.advance(3); g[0] = st.phase + st.index;
+}
+]]
+      for _, arch in ipairs({ "sm_90a", "sm_80" }) do
+        local ptx = cuasync.program{ source = src, arch = arch }:ptx()
+        assert.truthy(ptx:find("mbarrier.arrive.shared::cta.b64", 1, true), h .. " " .. arch)
+      end
+    end
+  end)
+
   it("a bulk reduction PTX does not have fails to compile", function()
     local src = '#include <cuasync/bulk.cuh>\nextern "C" __global__ void k(long long *g) { __shared__ long long s[4]; cuasync::bulk::reduce_add(g, s, 16); }\n'
     local err = compile_error(src, "sm_90a")
