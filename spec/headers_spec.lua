@@ -112,6 +112,7 @@ describe("device headers", function()
     { "cuasync::mbarrier::expect_tx(0, 16)", "cuasync: expect_tx needs sm_90 (PTX ISA 8.0)" },
     { "cuasync::cluster::map_shared_addr(0, 1)", "cuasync: map_shared_addr needs sm_90 (PTX ISA 8.0)" },
     { "cuasync::cluster::arrive()", "cuasync: arrive needs sm_90 (PTX ISA 8.0)" },
+    { "cuasync::cluster::peer_rank<int>(0u)", "cuasync: peer_rank needs sm_90 (PTX ISA 8.0)" },
     { "cuasync::pdl::wait()", "cuasync: pdl::wait needs sm_90 (PTX ISA 8.0)" },
     { "cuasync::pdl::launch_dependents()", "cuasync: pdl::launch_dependents needs sm_90 (PTX ISA 8.0)" },
   }) do

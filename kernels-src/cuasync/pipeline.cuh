@@ -13,7 +13,7 @@
 #include <cuasync/mbarrier.cuh>
 #include <cuasync/cp_async.cuh>
 #include <cuasync/bulk.cuh>
-#include <cuasync/cluster.cuh>
+#include <cuasync/cluster.cuh>   // the plan's peers
 #include <cuasync/ring.cuh>      // stage_state; pipeline_ring for those who include this header
 
 namespace cuasync {
@@ -32,6 +32,18 @@ struct pipeline {
     static_assert(Config::full_offset % 8 == 0 && Config::empty_offset % 8 == 0, "cuasync: mbarriers are 8-byte aligned");
     typedef stage_state<Config::stages> state;
 
+private:
+    // The arrival on a peer's empty barrier: release at CTA scope, as CUTLASS's
+    // ClusterBarrier::arrive(cta_id) issues it: the stage's reads are done (registers hold them,
+    // or wgmma.wait_group returned) before the arrive issues. The cluster-scope form cost a
+    // cluster-2 multicast GEMM 36% of its speed on the H200 (examples/gemm_ablation.lua, rungs *_cl).
+    struct release_cta {
+#if __CUDA_ARCH__ >= 900
+        __device__ void operator()(mbarrier_t *bar, unsigned r) const { mbarrier::arrive_cluster_cta(bar, r); }
+#endif
+    };
+
+public:
     unsigned char *base;   // the dynamic shared memory, rounded up to Config::align
     unsigned committed;    // cp.async groups: the stages this thread has committed
 
@@ -227,21 +239,20 @@ struct pipeline {
     }
 
     // The blocks of this block's multicast line for load l (bit r: cluster rank r), and this
-    // block's position along it (which slice it issues).
-    __device__ static unsigned short multicast_mask(int l)
+    // block's position along it (which slice it issues): the plan's peers (cluster.cuh).
+    __device__ static unsigned short multicast_mask(int l) { return cluster::multicast_mask<Config>(l); }
+    __device__ static unsigned slice_index(int l) { return cluster::slice_index<Config>(l); }
+
+    // One arrival on the empty barrier of the stage at st in peer r (a cluster rank), issued by
+    // arrive(bar, r), and counted in r's progress word for the watchdog: what consumer_release
+    // sends each peer; by default at CTA scope (release_cta, above, says why).
+    template <class Arrive = release_cta>
+    __device__ void release_on(const state &st, unsigned r, Arrive arrive = Arrive()) const
     {
-        const unsigned d = Config::load_multicast[l];
-        if (d == 0) return (unsigned short)(1u << cluster::rank());
-        unsigned short m = 0;
-        for (unsigned r = 0; r < Config::cluster_size; ++r)
-            if (same_line(r, d)) m |= (unsigned short)(1u << r);
-        return m;
-    }
-    __device__ static unsigned slice_index(int l)
-    {
-        const unsigned d = Config::load_multicast[l];
-        const cluster::dim c = cluster::ctaid();
-        return d == 1 ? c.x : d == 2 ? c.y : d == 3 ? c.z : 0u;
+#ifdef CUASYNC_WATCHDOG
+        cluster::red_add_u32(cluster::map_shared_addr(progress() + Config::progress_received + st.index, r), 1u);
+#endif
+        arrive(empty(st.index), r);
     }
 #endif
 
@@ -267,7 +278,12 @@ struct pipeline {
     // lane k of each warp on the k-th peer (lanes in parallel, after __syncwarp); warpgroup:
     // lane j of warp w of each warpgroup on peer 4 j + w (warps in parallel; the warpgroup must
     // be done with the stage, as after wgmma.wait_group: a wgmma is one warpgroup operation).
-    __device__ void consumer_release(const state &st) const
+    __device__ void consumer_release(const state &st) const { consumer_release(st, release_cta()); }
+
+    // The same with the arrivals on peers issued by arrive(bar, r) instead of release_cta: a
+    // kernel that needs another form (examples/gemm_ablation.lua measures the cluster-scope one).
+    template <class Arrive>
+    __device__ void consumer_release(const state &st, Arrive arrive) const
     {
         unsigned k = 0;   // which peer this thread arrives on
         if (Config::release == 1) {
@@ -278,19 +294,10 @@ struct pipeline {
         }
 #if __CUDA_ARCH__ >= 900
         if (Config::peer_count > 1) {
-#ifdef CUASYNC_SERIAL_RELEASE
-            // the form before the release forms, kept for the ablation (examples/gemm_ablation.lua):
-            // lane 0 of each warp arrives on every peer in turn
-            if (Config::release == 1) {
-                if (k != 0) return;
-                for (unsigned j = 0; j < Config::peer_count; ++j) release_on(st, peer(j));
-                return;
-            }
-#endif
             if (Config::release == 0) {
-                for (unsigned j = 0; j < Config::peer_count; ++j) release_on(st, peer(j));
+                for (unsigned j = 0; j < Config::peer_count; ++j) release_on(st, cluster::peer_rank<Config>(j), arrive);
             } else if (k < Config::peer_count) {
-                release_on(st, peer(k));
+                release_on(st, cluster::peer_rank<Config>(k), arrive);
             }
             return;
         }
@@ -338,48 +345,6 @@ private:
         const unsigned active = __activemask();
         if ((threadIdx.x & 31u) == (unsigned)(__ffs(active) - 1))
             atomicAdd(progress() + Config::progress_committed + st.index, (unsigned)__popc(active));
-    }
-#endif
-
-#if __CUDA_ARCH__ >= 900
-    // Does block r differ from this block only along dimension d (1 x, 2 y, 3 z)?
-    __device__ static bool same_line(unsigned r, unsigned d)
-    {
-        const cluster::dim me = cluster::ctaid();
-        const unsigned x = r % Config::cluster_x, y = (r / Config::cluster_x) % Config::cluster_y,
-                       z = r / (Config::cluster_x * Config::cluster_y);
-        return (d == 1 || x == me.x) && (d == 2 || y == me.y) && (d == 3 || z == me.z);
-    }
-    __device__ static bool is_peer(unsigned r)
-    {
-        if (r == cluster::rank()) return true;
-        for (int l = 0; l < Config::loads; ++l)
-            if (Config::load_multicast[l] != 0 && same_line(r, Config::load_multicast[l])) return true;
-        return false;
-    }
-    // The cluster rank of this block's k-th peer (in rank order, this block among them).
-    __device__ static unsigned peer(unsigned k)
-    {
-        unsigned r = 0;
-        for (; r < Config::cluster_size; ++r)
-            if (is_peer(r) && k-- == 0) break;
-        return r;
-    }
-    // One arrival on peer r's empty barrier of the stage at st (and its progress word).
-    __device__ void release_on(const state &st, unsigned r) const
-    {
-#ifdef CUASYNC_WATCHDOG
-        cluster::red_add_u32(cluster::map_shared_addr(progress() + Config::progress_received + st.index, r), 1u);
-#endif
-        // release at CTA scope, as CUTLASS's ClusterBarrier::arrive(cta_id) issues it: the stage's
-        // reads are done (registers hold them, or wgmma.wait_group returned) before the arrive
-        // issues. The cluster-scope form cost a cluster-2 multicast GEMM 36% of its speed on the
-        // H200 (examples/gemm_ablation.lua, rungs *_cl); CUASYNC_RELEASE_CLUSTER restores it.
-#ifdef CUASYNC_RELEASE_CLUSTER
-        mbarrier::arrive_cluster(empty(st.index), r);
-#else
-        mbarrier::arrive_cluster_cta(empty(st.index), r);
-#endif
     }
 #endif
 };
