@@ -7,7 +7,7 @@
 // vectors, so the completion mechanism is what makes the result right.
 #include <cuasync/cp_async.cuh>
 #include <cuasync/mbarrier.cuh>
-#include <cuasync/pipeline.cuh>   // stage_state
+#include <cuasync/ring.cuh>       // stage_state
 
 #ifndef STAGES
 #define STAGES 4

@@ -5,7 +5,7 @@
 // the tile back with a bulk copy. STAGES tiles in flight. out[i] = in[i] + 1 on u32; n a
 // multiple of 4 (16 bytes).
 #include <cuasync/mbarrier.cuh>
-#include <cuasync/pipeline.cuh>   // stage_state
+#include <cuasync/ring.cuh>       // stage_state
 #include <cuasync/bulk.cuh>
 
 #ifndef STAGES

@@ -3,7 +3,7 @@
 // (performed atomically per element by the memory system). out[i] += in[i]; u32 and f32 kernels.
 // n a multiple of 4 elements (16 bytes).
 #include <cuasync/mbarrier.cuh>
-#include <cuasync/pipeline.cuh>   // stage_state
+#include <cuasync/ring.cuh>       // stage_state
 #include <cuasync/bulk.cuh>
 
 #ifndef TILE_BYTES

@@ -4,7 +4,7 @@
 // the store that read it has finished reading (wait_group.read). Blocks take chunks round-robin.
 // Any size that is a multiple of 16 bytes; the last chunk may be short.
 #include <cuasync/mbarrier.cuh>
-#include <cuasync/pipeline.cuh>   // stage_state
+#include <cuasync/ring.cuh>       // stage_state
 #include <cuasync/bulk.cuh>
 
 #ifndef STAGES

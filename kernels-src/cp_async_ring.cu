@@ -8,7 +8,7 @@
 // The ring starts on an ALIGN-byte boundary of dynamic shared memory (the launch gives ALIGN - 16
 // bytes of slack): 128 by default; ALIGN = 16 keeps the layout as declared, after the static
 // barriers, which puts the ring at 16 mod 32 bytes for odd STAGES (docs/cp-async.md: ~8% slower).
-#include <cuasync/pipeline.cuh>
+#include <cuasync/ring.cuh>
 
 #ifndef STAGES
 #define STAGES 4

@@ -50,6 +50,37 @@ typedef cuasync::pipelines::gemm Plan;
 typedef cuasync::pipeline<Plan> Pipe;
 namespace wg = cuasync::wgmma;
 
+// The consumers' release of a stage. SERIAL_RELEASE and RELEASE_CLUSTER (ablation) build the
+// forms the library had before, to measure them against its own (examples/gemm_ablation.lua):
+// RELEASE_CLUSTER: the arrive on a peer releases at cluster scope, not CTA scope; SERIAL_RELEASE
+// (release = "warp"): lane 0 of each consumer warp arrives on every peer in turn.
+#if defined(SERIAL_RELEASE) || defined(RELEASE_CLUSTER)
+struct remote_arrive {
+    __device__ void operator()(cuasync::mbarrier_t *bar, unsigned r) const
+    {
+#if defined(RELEASE_CLUSTER)
+        cuasync::mbarrier::arrive_cluster(bar, r);
+#else
+        cuasync::mbarrier::arrive_cluster_cta(bar, r);
+#endif
+    }
+};
+__device__ __forceinline__ void release(const Pipe &pipe, const Pipe::state &st)
+{
+#if defined(SERIAL_RELEASE)
+    if (Plan::release == 1 && Plan::peer_count > 1) {
+        __syncwarp();
+        if ((threadIdx.x & 31u) != 0) return;
+        for (unsigned j = 0; j < Plan::peer_count; ++j) pipe.release_on(st, cuasync::cluster::peer_rank<Plan>(j), remote_arrive());
+        return;
+    }
+#endif
+    pipe.consumer_release(st, remote_arrive());
+}
+#else
+__device__ __forceinline__ void release(const Pipe &pipe, const Pipe::state &st) { pipe.consumer_release(st); }
+#endif
+
 constexpr int CONSUMERS = BM / 64;   // consumer warpgroups
 static_assert(BM % 64 == 0 && (BN == 64 || BN == 128 || BN == 256), "BM a multiple of 64; BN 64, 128 or 256");
 static_assert(Plan::producer_warps == 4 && Plan::consumer_threads == 128 * CONSUMERS,
@@ -169,12 +200,12 @@ extern "C" __global__ void __launch_bounds__(Plan::block, 1) gemm_tma(const __gr
             wg::commit_group();
             // one group in flight: the previous stage's MMAs are done, its buffers may be refilled
             wg::wait_group<1>();
-            if (k > 0) pipe.consumer_release(prev);
+            if (k > 0) release(pipe, prev);
             prev = st;
             st.advance();
         }
         wg::wait_group<0>();
-        pipe.consumer_release(prev);
+        release(pipe, prev);
 #if defined(TRACE)
         ++tiles_done;
 #endif

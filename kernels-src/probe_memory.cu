@@ -5,7 +5,7 @@
 // further on (odd: the chain visits every line before it repeats), so no two steps share a line.
 
 #include <cuasync/mbarrier.cuh>
-#include <cuasync/pipeline.cuh>   // stage_state
+#include <cuasync/ring.cuh>       // stage_state
 #include <cuasync/bulk.cuh>
 #include <cuasync/watchdog.cuh>
 

@@ -5,7 +5,7 @@
 // (wait_group.read). Both maps share the box and the swizzle, so the store undoes what the load
 // did. Blocks take tiles round-robin; tile t is box (t % tiles_x, t / tiles_x).
 #include <cuasync/mbarrier.cuh>
-#include <cuasync/pipeline.cuh>   // stage_state
+#include <cuasync/ring.cuh>       // stage_state
 #include <cuasync/bulk.cuh>
 #include <cuasync/tma.cuh>
 

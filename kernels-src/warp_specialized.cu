@@ -6,7 +6,7 @@
 // out[i] = in[i] + 1 on u32; n a multiple of 4.
 #include <cuasync/cp_async.cuh>
 #include <cuasync/mbarrier.cuh>
-#include <cuasync/pipeline.cuh>   // stage_state
+#include <cuasync/ring.cuh>       // stage_state
 
 #ifndef CONSUMERS
 #define CONSUMERS 4

@@ -1,46 +1,35 @@
-/* cuasync_loader.c — the only file that calls dlopen/dlsym.
+/* cuasync_loader.c — the CUDA driver, loaded at first use, and what the loaders share.
  * Driver: open libcuda.so.1, resolve one bootstrap symbol (cuGetProcAddress) and get every other
- * entry point through it, at the ABI version the table names. NVRTC: no proc-address call exists,
- * so its table is resolved with dlsym from the library opened. CUASYNC_TRACE=1 prints each step. */
+ * entry point through it, at the ABI version the table names. The toolkit's libraries (NVRTC,
+ * cuBLAS) are found and opened by cuasync_toolkit.c. These two files are the only ones that call
+ * dlopen/dlsym. CUASYNC_TRACE=1 prints each step. */
 #define _GNU_SOURCE
 #define CUASYNC_INTERNAL
 #include <dlfcn.h>
-#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "cuasync_api.h"
 #include "cuasync_error.h"
 #include "cuasync_loader.h"
 
 cuasync_driver_table cuasync_cu;
-cuasync_nvrtc_table cuasync_nvrtc;
 
 /* -- Shared state --------------------------------------------------------------------------- */
 
-typedef struct {
-    int state;          /* 0 untried, 1 ready, -1 failed (and stays failed: same message each time) */
-    int code;
-    char message[2400];
-} loader_state;
-
-static loader_state drv, nvrtc;
-static char nvrtc_loaded_path[1024];
+static cuasync_load_state drv;
 
 const char *cuasync_version(void) { return CUASYNC_VERSION_STRING; }
 int cuasync_abi(void) { return CUASYNC_ABI; }
 
-static int tracing(void)
+int cuasync_tracing(void)
 {
     const char *t = getenv("CUASYNC_TRACE");
     return t && *t && strcmp(t, "0") != 0;
 }
 
-#define TRACE(...) do { if (tracing()) { fprintf(stderr, "cuasync: " __VA_ARGS__); fputc('\n', stderr); } } while (0)
-
-static int remember(loader_state *s, int code, char *err, size_t errlen)
+int cuasync_load_remember(cuasync_load_state *s, int code, char *err, size_t errlen)
 {
     s->state = code == CUASYNC_OK ? 1 : -1;
     s->code = code;
@@ -71,7 +60,7 @@ static int driver_open(void)
     CUresult r;
 
     lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    TRACE("dlopen(\"%s\"): %s", path, lib ? "ok" : dlerror());
+    CUASYNC_TRACE("dlopen(\"%s\"): %s", path, lib ? "ok" : dlerror());
     if (!lib) {
         if (override && *override)
             snprintf(drv.message, sizeof drv.message,
@@ -83,14 +72,14 @@ static int driver_open(void)
     /* The _v2 symbol has the 5-argument signature of CUDA 12+; the plain one keeps the old ABI. */
     /* memcpy, not a cast: ISO C has no object-to-function pointer conversion. */
     bootstrap = dlsym(lib, "cuGetProcAddress_v2");
-    TRACE("dlsym(\"cuGetProcAddress_v2\"): %s", bootstrap ? "ok" : "not found");
+    CUASYNC_TRACE("dlsym(\"cuGetProcAddress_v2\"): %s", bootstrap ? "ok" : "not found");
     gpa2 = NULL;
     gpa1 = NULL;
     if (bootstrap) {
         memcpy(&gpa2, &bootstrap, sizeof gpa2);
     } else {
         bootstrap = dlsym(lib, "cuGetProcAddress");
-        TRACE("dlsym(\"cuGetProcAddress\"): %s", bootstrap ? "ok" : "not found");
+        CUASYNC_TRACE("dlsym(\"cuGetProcAddress\"): %s", bootstrap ? "ok" : "not found");
         if (bootstrap) memcpy(&gpa1, &bootstrap, sizeof gpa1);
     }
     if (!gpa2 && !gpa1) {
@@ -103,7 +92,7 @@ static int driver_open(void)
         int status = 0;
         r = gpa2 ? gpa2(driver_entries[i].name, &fn, driver_entries[i].version, 0, &status)
                  : gpa1(driver_entries[i].name, &fn, driver_entries[i].version, 0);
-        TRACE("cuGetProcAddress(\"%s\", %d): %s", driver_entries[i].name, driver_entries[i].version,
+        CUASYNC_TRACE("cuGetProcAddress(\"%s\", %d): %s", driver_entries[i].name, driver_entries[i].version,
               r == 0 && fn ? "ok" : "not available");
         /* A missing optional entry stays NULL: its callers report it by name. */
         *driver_entries[i].slot = r == 0 ? fn : NULL;
@@ -114,7 +103,7 @@ static int driver_open(void)
         return CUASYNC_E_NODRIVER;
     }
     r = cuasync_cu.cuInit(0);
-    TRACE("cuInit(0): %d", (int)r);
+    CUASYNC_TRACE("cuInit(0): %d", (int)r);
     if (r != 0) {
         cuasync_fail_cu(drv.message, sizeof drv.message, "cuInit", r, "initialising the CUDA driver");
         return CUASYNC_E_DRIVER;
@@ -126,7 +115,7 @@ int cuasync_driver_init(char *err, size_t errlen)
 {
     if (drv.state == 1) return CUASYNC_OK;
     if (drv.state == -1) return cuasync_fail(err, errlen, drv.code, "%s", drv.message);
-    return remember(&drv, driver_open(), err, errlen);
+    return cuasync_load_remember(&drv, driver_open(), err, errlen);
 }
 
 int cuasync_driver_version(int *version, char *err, size_t errlen)
@@ -144,228 +133,4 @@ void *cuasync_driver_symbol(const char *name)
     for (i = 0; i < N_DRIVER_ENTRIES; i++)
         if (strcmp(driver_entries[i].name, name) == 0) return *driver_entries[i].slot;
     return NULL;
-}
-
-/* -- NVRTC ------------------------------------------------------------------------------------- */
-
-static const char *const nvrtc_files[] = { "libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12" };
-#define N_NVRTC_FILES (sizeof nvrtc_files / sizeof nvrtc_files[0])
-
-static int file_exists(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
-}
-
-/* -- Toolkit ---------------------------------------------------------------------------------- */
-
-int cuasync_toolkit_roots(char roots[][1024], int max)
-{
-    const char *home = getenv("CUDA_HOME");
-    const char *nv = getenv("CUASYNC_NVRTC");
-    int n = 0;
-    if (home && *home && n < max) snprintf(roots[n++], 1024, "%.1000s", home);
-    if (nv && *nv && strchr(nv, '/') && n < max) {
-        /* <root>/lib64/libnvrtc.so -> <root> */
-        char *cut;
-        snprintf(roots[n], 1024, "%.1000s", nv);
-        if ((cut = strrchr(roots[n], '/'))) *cut = 0;
-        if ((cut = strrchr(roots[n], '/'))) { *cut = 0; if (*roots[n]) n++; }
-    }
-    if (n < max) snprintf(roots[n++], 1024, "/usr/local/cuda");
-    return n;
-}
-
-static int dir_has(const char *dir, const char *file)
-{
-    char path[2100];
-    struct stat st;
-    snprintf(path, sizeof path, "%.1000s/%.1000s", dir, file);
-    return stat(path, &st) == 0;
-}
-
-/* The candidate paths in search order: the override alone when set (no silent fallback), else
- * the toolkit directories, else the bare SONAMEs for the dynamic linker's own search. */
-static int nvrtc_candidates(char paths[][1024], int max, int *override)
-{
-    const char *env = getenv("CUASYNC_NVRTC");
-    char roots[4][1024];
-    int n = 0, d, nroots;
-    size_t f;
-    *override = env && *env;
-    if (*override) {
-        snprintf(paths[n++], 1024, "%.1000s", env);
-        return n;
-    }
-    nroots = cuasync_toolkit_roots(roots, 4);
-    for (d = 0; d < nroots; d++) {
-        for (f = 0; f < N_NVRTC_FILES && n < max; f++)
-            snprintf(paths[n++], 1024, "%.990s/lib64/%s", roots[d], nvrtc_files[f]);
-    }
-    for (f = 1; f < N_NVRTC_FILES && n < max; f++)
-        snprintf(paths[n++], 1024, "%s", nvrtc_files[f]);
-    return n;
-}
-
-#define CUASYNC_NVRTC_ENTRY(name, ret, params) { #name, (void **)&cuasync_nvrtc.name },
-static const struct { const char *name; void **slot; } nvrtc_entries[] = {
-    CUASYNC_NVRTC_API(CUASYNC_NVRTC_ENTRY)
-};
-#define N_NVRTC_ENTRIES (sizeof nvrtc_entries / sizeof nvrtc_entries[0])
-static const struct { const char *name; void **slot; } nvrtc_optional[] = {
-    CUASYNC_NVRTC_OPTIONAL_API(CUASYNC_NVRTC_ENTRY)
-};
-#define N_NVRTC_OPTIONAL (sizeof nvrtc_optional / sizeof nvrtc_optional[0])
-
-static void loaded_path(void *lib, const char *fallback)
-{
-    struct link_map *map = NULL;
-    if (dlinfo(lib, RTLD_DI_LINKMAP, &map) == 0 && map && map->l_name && *map->l_name)
-        snprintf(nvrtc_loaded_path, sizeof nvrtc_loaded_path, "%s", map->l_name);
-    else
-        snprintf(nvrtc_loaded_path, sizeof nvrtc_loaded_path, "%.1000s", fallback);
-}
-
-static int nvrtc_open(void)
-{
-    char paths[12][1024];
-    int override, n = nvrtc_candidates(paths, 12, &override), i;
-    void *lib = NULL;
-    size_t e;
-    for (i = 0; i < n && !lib; i++) {
-        int is_path = strchr(paths[i], '/') != NULL;
-        if (is_path && !override && !file_exists(paths[i])) {
-            TRACE("nvrtc candidate %s: no such file", paths[i]);
-            continue;
-        }
-        lib = dlopen(paths[i], RTLD_NOW | RTLD_LOCAL);
-        TRACE("dlopen(\"%s\"): %s", paths[i], lib ? "ok" : dlerror());
-        if (lib) loaded_path(lib, paths[i]);
-    }
-    if (!lib) {
-        if (override)
-            snprintf(nvrtc.message, sizeof nvrtc.message,
-                     "no NVRTC: %s could not be loaded (CUASYNC_NVRTC)", paths[0]);
-        else
-            snprintf(nvrtc.message, sizeof nvrtc.message,
-                     "no NVRTC: libnvrtc not found in $CUDA_HOME/lib64, /usr/local/cuda/lib64 or the "
-                     "library path (set CUDA_HOME or CUASYNC_NVRTC)");
-        return CUASYNC_E_NONVRTC;
-    }
-    for (e = 0; e < N_NVRTC_ENTRIES; e++) {
-        *nvrtc_entries[e].slot = dlsym(lib, nvrtc_entries[e].name);
-        TRACE("dlsym(\"%s\"): %s", nvrtc_entries[e].name, *nvrtc_entries[e].slot ? "ok" : "not found");
-        if (!*nvrtc_entries[e].slot) {
-            snprintf(nvrtc.message, sizeof nvrtc.message, "no NVRTC: %s lacks %s (NVRTC too old)",
-                     nvrtc_loaded_path, nvrtc_entries[e].name);
-            return CUASYNC_E_NONVRTC;
-        }
-    }
-    for (e = 0; e < N_NVRTC_OPTIONAL; e++) {
-        *nvrtc_optional[e].slot = dlsym(lib, nvrtc_optional[e].name);
-        TRACE("dlsym(\"%s\"): %s (optional)", nvrtc_optional[e].name, *nvrtc_optional[e].slot ? "ok" : "not found");
-    }
-    return CUASYNC_OK;
-}
-
-int cuasync_nvrtc_init(char *err, size_t errlen)
-{
-    if (nvrtc.state == 1) return CUASYNC_OK;
-    if (nvrtc.state == -1) return cuasync_fail(err, errlen, nvrtc.code, "%s", nvrtc.message);
-    return remember(&nvrtc, nvrtc_open(), err, errlen);
-}
-
-int cuasync_nvrtc_version(int *major, int *minor, char *err, size_t errlen)
-{
-    int rc = cuasync_nvrtc_init(err, errlen);
-    if (rc) return rc;
-    rc = cuasync_nvrtc.nvrtcVersion(major, minor);
-    if (rc) return cuasync_fail(err, errlen, CUASYNC_E_NVRTC, "nvrtcVersion: %s while reading the "
-                                "NVRTC version", cuasync_nvrtc.nvrtcGetErrorString(rc));
-    return CUASYNC_OK;
-}
-
-const char *cuasync_nvrtc_path(void)
-{
-    return nvrtc.state == 1 ? nvrtc_loaded_path : "";
-}
-
-static int identity_of(const char *path, char *out, size_t outlen)
-{
-    struct stat st;
-    char real[4096];
-    if (!realpath(path, real) || stat(real, &st) != 0) return 0;
-    snprintf(out, outlen, "%s %lld %lld", real, (long long)st.st_size, (long long)st.st_mtime);
-    return 1;
-}
-
-int cuasync_nvrtc_identity(char *out, size_t outlen, char *err, size_t errlen)
-{
-    char paths[12][1024];
-    int override, n, i, rc;
-    if (nvrtc.state == 1 && identity_of(nvrtc_loaded_path, out, outlen)) return CUASYNC_OK;
-    n = nvrtc_candidates(paths, 12, &override);
-    for (i = 0; i < n; i++)
-        if (strchr(paths[i], '/') && file_exists(paths[i]) && identity_of(paths[i], out, outlen))
-            return CUASYNC_OK;
-    if (override)
-        return cuasync_fail(err, errlen, CUASYNC_E_NONVRTC,
-                            "no NVRTC: %s could not be loaded (CUASYNC_NVRTC)", paths[0]);
-    /* Only a bare SONAME is left: the dynamic linker must find it, so open it to learn where. */
-    rc = cuasync_nvrtc_init(err, errlen);
-    if (rc) return rc;
-    if (!identity_of(nvrtc_loaded_path, out, outlen))
-        snprintf(out, outlen, "%s", nvrtc_loaded_path);
-    return CUASYNC_OK;
-}
-
-/* The include directory: the first toolkit root with include/cooperative_groups.h, else the
- * include/ beside the NVRTC found (<root>/targets/<arch>/lib/libnvrtc.so -> .../include). */
-int cuasync_toolkit_include(char *out, size_t outlen, char *err, size_t errlen)
-{
-    char roots[4][1024], id[4200], dir[1100];
-    int n = cuasync_toolkit_roots(roots, 4), i;
-    char *cut;
-    out[0] = 0;
-    for (i = 0; i < n; i++) {
-        snprintf(dir, sizeof dir, "%.1000s/include", roots[i]);
-        if (dir_has(dir, "cooperative_groups.h")) { snprintf(out, outlen, "%s", dir); return CUASYNC_OK; }
-    }
-    if (cuasync_nvrtc_identity(id, sizeof id, err, errlen) == CUASYNC_OK) {
-        if ((cut = strchr(id, ' '))) *cut = 0;   /* "path size mtime" */
-        if ((cut = strrchr(id, '/'))) *cut = 0;
-        if ((cut = strrchr(id, '/'))) {
-            *cut = 0;
-            snprintf(dir, sizeof dir, "%.1000s/include", id);
-            if (dir_has(dir, "cooperative_groups.h")) snprintf(out, outlen, "%s", dir);
-        }
-    }
-    return CUASYNC_OK;
-}
-
-/* cuBLAS, the GEMM yardstick (cuasync_blas.c): opened on first use from the toolkit roots' lib64,
- * then the library path; NULL and a CUASYNC_E_NOBLAS message when it is not there. */
-void *cuasync_blas_symbol(const char *name, char *err, size_t errlen)
-{
-    static void *blas;
-    void *sym;
-    if (!blas) {
-        char roots[4][1024], paths[6][1100];
-        int i, n = 0, nroots = cuasync_toolkit_roots(roots, 4);
-        for (i = 0; i < nroots; i++) snprintf(paths[n++], sizeof paths[0], "%.1000s/lib64/libcublas.so.13", roots[i]);
-        snprintf(paths[n++], sizeof paths[0], "libcublas.so.13");
-        snprintf(paths[n++], sizeof paths[0], "libcublas.so");
-        for (i = 0; i < n && !blas; i++) {
-            blas = dlopen(paths[i], RTLD_NOW | RTLD_LOCAL);
-            TRACE("dlopen(\"%s\"): %s", paths[i], blas ? "ok" : dlerror());
-        }
-        if (!blas) {
-            cuasync_fail(err, errlen, CUASYNC_E_NOBLAS,
-                         "cuBLAS not found (libcublas.so.13 in $CUDA_HOME/lib64, /usr/local/cuda/lib64 or the library path)");
-            return NULL;
-        }
-    }
-    sym = dlsym(blas, name);
-    if (!sym) cuasync_fail(err, errlen, CUASYNC_E_NOBLAS, "cuBLAS lacks %s (cuBLAS too old)", name);
-    return sym;
 }

@@ -1,4 +1,6 @@
-/* cuasync_loader.h — finding the CUDA driver and NVRTC at first use (dlopen, never linked). */
+/* cuasync_loader.h — finding the CUDA driver and NVRTC at first use (dlopen, never linked):
+ * the driver in cuasync_loader.c; the toolkit (NVRTC, cuBLAS, the include path) in
+ * cuasync_toolkit.c. One header for both: the FFI declares them as one module (cdef.loader). */
 #ifndef CUASYNC_LOADER_H
 #define CUASYNC_LOADER_H
 
@@ -13,6 +15,18 @@ int cuasync_driver_init(char *err, size_t errlen);
 /* The toolkit roots in search order ($CUDA_HOME, the root of $CUASYNC_NVRTC, /usr/local/cuda):
  * the one search NVRTC, cuBLAS and the include path share. Returns how many were written. */
 int cuasync_toolkit_roots(char roots[][1024], int max);
+/* A library opened at first use: untried (0), ready (1) or failed (-1), and then failed the same
+ * way, with the same message, on every later call. */
+typedef struct {
+    int state;
+    int code;
+    char message[2400];
+} cuasync_load_state;
+/* Records a load's outcome in s (a failure is also written to err); returns code. */
+int cuasync_load_remember(cuasync_load_state *s, int code, char *err, size_t errlen);
+/* CUASYNC_TRACE set (and not "0"): each loading step on stderr, as "cuasync: ...". */
+int cuasync_tracing(void);
+#define CUASYNC_TRACE(...) do { if (cuasync_tracing()) { fprintf(stderr, "cuasync: " __VA_ARGS__); fputc('\n', stderr); } } while (0)
 #endif
 /* The toolkit's include directory (the first root whose include/ has cooperative_groups.h, or
  * the one beside the NVRTC that was loaded), or "" when none is found. */

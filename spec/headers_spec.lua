@@ -112,6 +112,7 @@ describe("device headers", function()
     { "cuasync::mbarrier::expect_tx(0, 16)", "cuasync: expect_tx needs sm_90 (PTX ISA 8.0)" },
     { "cuasync::cluster::map_shared_addr(0, 1)", "cuasync: map_shared_addr needs sm_90 (PTX ISA 8.0)" },
     { "cuasync::cluster::arrive()", "cuasync: arrive needs sm_90 (PTX ISA 8.0)" },
+    { "cuasync::cluster::peer_rank<int>(0u)", "cuasync: peer_rank needs sm_90 (PTX ISA 8.0)" },
     { "cuasync::pdl::wait()", "cuasync: pdl::wait needs sm_90 (PTX ISA 8.0)" },
     { "cuasync::pdl::launch_dependents()", "cuasync: pdl::launch_dependents needs sm_90 (PTX ISA 8.0)" },
   }) do
@@ -135,6 +136,25 @@ extern "C" __global__ void k(unsigned *g) {
 }
 ]]
     assert.truthy(cuasync.program{ source = src, arch = "sm_80" }:ptx():find("cp.async.mbarrier.arrive.noinc", 1, true))
+  end)
+
+  it("ring.cuh stands alone, and pipeline.cuh still brings the ring (sm_90a and sm_80)", function()
+    for _, h in ipairs({ "ring.cuh", "pipeline.cuh" }) do
+      local src = "#include <cuasync/" .. h .. ">\n" .. [[
+extern "C" __global__ void k(unsigned *g) {
+  __shared__ cuasync::pipeline_ring<2> ring;
+  if (threadIdx.x == 0) ring.init(1, 1);
+  __syncthreads();
+  auto st = cuasync::stage_state<2>::consumer_start();
+  ring.producer_arrive(st); ring.consumer_wait(st); ring.consumer_release(st);
+  st.advance(3); g[0] = st.phase + st.index;
+}
+]]
+      for _, arch in ipairs({ "sm_90a", "sm_80" }) do
+        local ptx = cuasync.program{ source = src, arch = arch }:ptx()
+        assert.truthy(ptx:find("mbarrier.arrive.shared::cta.b64", 1, true), h .. " " .. arch)
+      end
+    end
   end)
 
   it("a bulk reduction PTX does not have fails to compile", function()

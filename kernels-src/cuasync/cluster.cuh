@@ -2,7 +2,8 @@
 // cluster-wide barrier (whole, or split into arrive and wait so that local work overlaps it),
 // and distributed shared memory: another block's shared memory, mapped (mapa) and then loaded,
 // stored or updated atomically. A block must not exit while another block of its cluster may
-// still touch its shared memory: end with sync() (or arrive + wait).
+// still touch its shared memory: end with sync() (or arrive + wait). And a plan's peers: which
+// blocks a multicast load ties together (multicast masks, slices, whom a release signals).
 #pragma once
 
 #include <cuasync/arch.cuh>       // CUASYNC_NEEDS_SM90, smem_addr
@@ -141,6 +142,65 @@ __device__ __forceinline__ void arrive_remote(mbarrier_t *bar, unsigned cta_rank
 {
     mbarrier::arrive_cluster(bar, cta_rank);
 }
+
+// A plan's peers. Config is a cuasync.pipeline plan's generated config (cluster_x, cluster_y,
+// cluster_size, loads, load_multicast[l]: 0 for a load that is not multicast, else the dimension
+// its line of blocks runs along, 1 x, 2 y, 3 z). This block's peers are itself and the blocks
+// on the line of any multicast load: their copies land in its stages, so pipeline<Config>'s
+// consumers release each stage to all of them.
+
+// Does block r differ from this block only along dimension d (1 x, 2 y, 3 z)?
+template <class Config>
+__device__ __forceinline__ bool same_line(unsigned r, unsigned d)
+{
+    const dim me = ctaid();
+    const unsigned x = r % Config::cluster_x, y = (r / Config::cluster_x) % Config::cluster_y,
+                   z = r / (Config::cluster_x * Config::cluster_y);
+    return (d == 1 || x == me.x) && (d == 2 || y == me.y) && (d == 3 || z == me.z);
+}
+
+// Is block r (a cluster rank) one of this block's peers?
+template <class Config>
+__device__ __forceinline__ bool is_peer(unsigned r)
+{
+    if (r == rank()) return true;
+    for (int l = 0; l < Config::loads; ++l)
+        if (Config::load_multicast[l] != 0 && same_line<Config>(r, Config::load_multicast[l])) return true;
+    return false;
+}
+
+// The cluster rank of this block's k-th peer (in rank order, this block among them; k below
+// Config::peer_count).
+template <class Config>
+__device__ __forceinline__ unsigned peer_rank(unsigned k)
+{
+    unsigned r = 0;
+    for (; r < Config::cluster_size; ++r)
+        if (is_peer<Config>(r) && k-- == 0) break;
+    return r;
+}
+
+// The blocks of this block's multicast line for load l (bit r: cluster rank r; this block
+// alone for a load that is not multicast): a multicast copy's cta mask.
+template <class Config>
+__device__ __forceinline__ unsigned short multicast_mask(int l)
+{
+    const unsigned d = Config::load_multicast[l];
+    if (d == 0) return (unsigned short)(1u << rank());
+    unsigned short m = 0;
+    for (unsigned r = 0; r < Config::cluster_size; ++r)
+        if (same_line<Config>(r, d)) m |= (unsigned short)(1u << r);
+    return m;
+}
+
+// This block's position along load l's multicast line: which slice of the load it issues.
+template <class Config>
+__device__ __forceinline__ unsigned slice_index(int l)
+{
+    const unsigned d = Config::load_multicast[l];
+    const dim c = ctaid();
+    return d == 1 ? c.x : d == 2 ? c.y : d == 3 ? c.z : 0u;
+}
 #else
 CUASYNC_REFUSE("", rank, CUASYNC_SM90)
 CUASYNC_REFUSE("", size, CUASYNC_SM90)
@@ -160,6 +220,11 @@ CUASYNC_REFUSE("", store_u32, CUASYNC_SM90)
 CUASYNC_REFUSE("", atomic_add_u32, CUASYNC_SM90)
 CUASYNC_REFUSE("", red_add_u32, CUASYNC_SM90)
 CUASYNC_REFUSE("", arrive_remote, CUASYNC_SM90)
+CUASYNC_REFUSE_T(class Config, "", same_line, CUASYNC_SM90)
+CUASYNC_REFUSE_T(class Config, "", is_peer, CUASYNC_SM90)
+CUASYNC_REFUSE_T(class Config, "", peer_rank, CUASYNC_SM90)
+CUASYNC_REFUSE_T(class Config, "", multicast_mask, CUASYNC_SM90)
+CUASYNC_REFUSE_T(class Config, "", slice_index, CUASYNC_SM90)
 #endif
 
 } // namespace cluster

@@ -7,6 +7,7 @@
 #include <cuasync/cp_async.cuh>
 #include <cuasync/bulk.cuh>
 #include <cuasync/tma.cuh>
+#include <cuasync/ring.cuh>
 #include <cuasync/pipeline.cuh>
 #include <cuasync/cluster.cuh>
 #include <cuasync/warpgroup.cuh>

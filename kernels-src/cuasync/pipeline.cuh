@@ -1,109 +1,22 @@
-// cuasync/pipeline.cuh — producer/consumer pipelines over pairs of mbarriers in shared memory:
-// full[s] (the stage holds data) and empty[s] (the stage may be refilled).
-//   pipeline<Config>: built from a cuasync.pipeline plan's generated Config
-//     (<cuasync/pipelines/NAME.cuh>): stage buffers and barriers carved out of dynamic shared
-//     memory at the plan's offsets, full armed with Config::tx_bytes; no byte count in the kernel.
-//   pipeline_ring<N>: N barrier pairs as a __shared__ object, counts given at init.
+// cuasync/pipeline.cuh — the pipeline of a cuasync.pipeline plan: pipeline<Config>, built from
+// the plan's generated Config (<cuasync/pipelines/NAME.cuh>): stage buffers and pairs of
+// mbarriers, full[s] (the stage holds data) and empty[s] (the stage may be refilled), carved out
+// of dynamic shared memory at the plan's offsets, full armed with Config::tx_bytes; no byte
+// count in the kernel.
 //   producer: acquire (wait empty) -> fill -> commit (arrive on full, or let the copy complete it)
-//   consumer: wait (wait full) -> use -> release (arrive on empty)
-// Each side walks the ring with a stage_state; the producer starts on the opposite phase, so its
-// first pass finds every fresh stage free. Unified form: every thread produces and consumes
+//   consumer: wait (wait full) -> use -> release (arrive on empty, in this block and its peers)
+// Each side walks the ring with a stage_state (ring.cuh, which also has pipeline_ring<N>, the
+// same ring written by hand; included here). Unified form: every thread produces and consumes
 // (producers == consumers == block size). Partitioned form: producer warps and consumer warps.
 #pragma once
 
 #include <cuasync/mbarrier.cuh>
 #include <cuasync/cp_async.cuh>
 #include <cuasync/bulk.cuh>
-#include <cuasync/cluster.cuh>
+#include <cuasync/cluster.cuh>   // the plan's peers
+#include <cuasync/ring.cuh>      // stage_state; pipeline_ring for those who include this header
 
 namespace cuasync {
-
-// Where a ring of Stages barriers stands: the stage index and the parity of the phase to wait
-// for there, flipped each time the index wraps. A consumer starts at phase 0; a producer waiting
-// for empty slots starts at phase 1, so its first pass finds every (fresh) slot already free.
-template <int Stages>
-struct stage_state {
-    static_assert(Stages >= 1, "cuasync: a ring needs at least one stage");
-    int index;
-    unsigned phase;
-    unsigned iteration;   // steps since the start (the watchdog's post-mortem names it)
-    __device__ static stage_state consumer_start() { return stage_state{0, 0u, 0u}; }
-    __device__ static stage_state producer_start() { return stage_state{0, 1u, 0u}; }
-    // The state `n` steps from the start (iteration n of a loop that began at `start`).
-    __device__ static stage_state at(unsigned long long n, unsigned start_phase = 0u)
-    {
-        return stage_state{(int)(n % Stages), start_phase ^ (unsigned)((n / Stages) & 1u), (unsigned)n};
-    }
-    __device__ void advance()
-    {
-        ++iteration;
-        if (++index == Stages) { index = 0; phase ^= 1u; }
-    }
-    // n steps at once: the index moves n mod Stages, the phase flips once per wrap.
-    __device__ void advance(unsigned n)
-    {
-        const unsigned next = (unsigned)index + n;
-        iteration += n;
-        phase ^= (next / Stages) & 1u;
-        index = (int)(next % Stages);
-    }
-};
-
-template <int Stages>
-struct pipeline_ring {
-    static_assert(Stages >= 1 && Stages <= 64, "cuasync: a pipeline has 1..64 stages");
-    mbarrier_t full[Stages];
-    mbarrier_t empty[Stages];
-    typedef stage_state<Stages> state;
-
-    // One thread, before any use (then a block barrier): full expects one arrival per producer
-    // (a bulk/TMA producer arrives once, with expect_tx; a cp.async producer thread once, by
-    // producer_commit's noinc arrive), empty one per consumer.
-    __device__ void init(unsigned producers, unsigned consumers)
-    {
-        for (int s = 0; s < Stages; ++s) {
-            mbarrier::init(&full[s], producers);
-            mbarrier::init(&empty[s], consumers);
-        }
-#if __CUDA_ARCH__ >= 900
-        mbarrier::fence_init();   // the async proxy (bulk copies) completes on these barriers
-#endif
-    }
-
-    // The same method names as pipeline<Config> (the counts are the caller's here, the plan's
-    // there). Producer: wait until the stage at st is free.
-    __device__ void producer_acquire(const state &st) { wait(&empty[st.index], st, 1u); }
-
-    // Producer, cp.async form: this thread's copies issued since acquire count as its arrival
-    // on full once they land (cp.async.mbarrier.arrive.noinc).
-    __device__ void producer_commit(const state &st) { cp_async::mbarrier_arrive_noinc(&full[st.index]); }
-
-    // Producer, plain form: data written with ordinary stores; arrive (release) on full.
-    __device__ void producer_arrive(const state &st) { mbarrier::arrive(&full[st.index]); }
-
-#if __CUDA_ARCH__ >= 900
-    // Producer, bulk/TMA form (one thread): announce the bytes the copies will complete_tx, and
-    // arrive. The copies are then issued on full_barrier(st).
-    __device__ void producer_expect_bytes(const state &st, unsigned tx_bytes) { mbarrier::arrive_expect_tx(&full[st.index], tx_bytes); }
-#endif
-
-    __device__ mbarrier_t *full_barrier(const state &st) { return &full[st.index]; }
-
-    // Consumer: wait until the stage at st holds data.
-    __device__ void consumer_wait(const state &st) { wait(&full[st.index], st, 2u); }
-
-    // Consumer: done reading the stage at st.
-    __device__ void consumer_release(const state &st) { mbarrier::arrive(&empty[st.index]); }
-
-private:
-    // A sited wait: a hang names the stage, role and iteration (no progress words: the ring has
-    // no plan to place them).
-    __device__ void wait(mbarrier_t *bar, const state &st, unsigned role)
-    {
-        mbarrier::wait_parity(bar, st.phase, watchdog::site{ smem_addr(bar), st.phase, smem_addr(this), (unsigned)st.index,
-                                                             role, st.iteration, 0u, 0u });
-    }
-};
 
 // The pipeline of a cuasync.pipeline plan. Config is the generated struct
 // cuasync::pipelines::NAME. Every thread of the block constructs it and calls init(); then:
@@ -119,6 +32,18 @@ struct pipeline {
     static_assert(Config::full_offset % 8 == 0 && Config::empty_offset % 8 == 0, "cuasync: mbarriers are 8-byte aligned");
     typedef stage_state<Config::stages> state;
 
+private:
+    // The arrival on a peer's empty barrier: release at CTA scope, as CUTLASS's
+    // ClusterBarrier::arrive(cta_id) issues it: the stage's reads are done (registers hold them,
+    // or wgmma.wait_group returned) before the arrive issues. The cluster-scope form cost a
+    // cluster-2 multicast GEMM 36% of its speed on the H200 (examples/gemm_ablation.lua, rungs *_cl).
+    struct release_cta {
+#if __CUDA_ARCH__ >= 900
+        __device__ void operator()(mbarrier_t *bar, unsigned r) const { mbarrier::arrive_cluster_cta(bar, r); }
+#endif
+    };
+
+public:
     unsigned char *base;   // the dynamic shared memory, rounded up to Config::align
     unsigned committed;    // cp.async groups: the stages this thread has committed
 
@@ -314,21 +239,20 @@ struct pipeline {
     }
 
     // The blocks of this block's multicast line for load l (bit r: cluster rank r), and this
-    // block's position along it (which slice it issues).
-    __device__ static unsigned short multicast_mask(int l)
+    // block's position along it (which slice it issues): the plan's peers (cluster.cuh).
+    __device__ static unsigned short multicast_mask(int l) { return cluster::multicast_mask<Config>(l); }
+    __device__ static unsigned slice_index(int l) { return cluster::slice_index<Config>(l); }
+
+    // One arrival on the empty barrier of the stage at st in peer r (a cluster rank), issued by
+    // arrive(bar, r), and counted in r's progress word for the watchdog: what consumer_release
+    // sends each peer; by default at CTA scope (release_cta, above, says why).
+    template <class Arrive = release_cta>
+    __device__ void release_on(const state &st, unsigned r, Arrive arrive = Arrive()) const
     {
-        const unsigned d = Config::load_multicast[l];
-        if (d == 0) return (unsigned short)(1u << cluster::rank());
-        unsigned short m = 0;
-        for (unsigned r = 0; r < Config::cluster_size; ++r)
-            if (same_line(r, d)) m |= (unsigned short)(1u << r);
-        return m;
-    }
-    __device__ static unsigned slice_index(int l)
-    {
-        const unsigned d = Config::load_multicast[l];
-        const cluster::dim c = cluster::ctaid();
-        return d == 1 ? c.x : d == 2 ? c.y : d == 3 ? c.z : 0u;
+#ifdef CUASYNC_WATCHDOG
+        cluster::red_add_u32(cluster::map_shared_addr(progress() + Config::progress_received + st.index, r), 1u);
+#endif
+        arrive(empty(st.index), r);
     }
 #endif
 
@@ -354,7 +278,12 @@ struct pipeline {
     // lane k of each warp on the k-th peer (lanes in parallel, after __syncwarp); warpgroup:
     // lane j of warp w of each warpgroup on peer 4 j + w (warps in parallel; the warpgroup must
     // be done with the stage, as after wgmma.wait_group: a wgmma is one warpgroup operation).
-    __device__ void consumer_release(const state &st) const
+    __device__ void consumer_release(const state &st) const { consumer_release(st, release_cta()); }
+
+    // The same with the arrivals on peers issued by arrive(bar, r) instead of release_cta: a
+    // kernel that needs another form (examples/gemm_ablation.lua measures the cluster-scope one).
+    template <class Arrive>
+    __device__ void consumer_release(const state &st, Arrive arrive) const
     {
         unsigned k = 0;   // which peer this thread arrives on
         if (Config::release == 1) {
@@ -365,19 +294,10 @@ struct pipeline {
         }
 #if __CUDA_ARCH__ >= 900
         if (Config::peer_count > 1) {
-#ifdef CUASYNC_SERIAL_RELEASE
-            // the form before the release forms, kept for the ablation (examples/gemm_ablation.lua):
-            // lane 0 of each warp arrives on every peer in turn
-            if (Config::release == 1) {
-                if (k != 0) return;
-                for (unsigned j = 0; j < Config::peer_count; ++j) release_on(st, peer(j));
-                return;
-            }
-#endif
             if (Config::release == 0) {
-                for (unsigned j = 0; j < Config::peer_count; ++j) release_on(st, peer(j));
+                for (unsigned j = 0; j < Config::peer_count; ++j) release_on(st, cluster::peer_rank<Config>(j), arrive);
             } else if (k < Config::peer_count) {
-                release_on(st, peer(k));
+                release_on(st, cluster::peer_rank<Config>(k), arrive);
             }
             return;
         }
@@ -425,48 +345,6 @@ private:
         const unsigned active = __activemask();
         if ((threadIdx.x & 31u) == (unsigned)(__ffs(active) - 1))
             atomicAdd(progress() + Config::progress_committed + st.index, (unsigned)__popc(active));
-    }
-#endif
-
-#if __CUDA_ARCH__ >= 900
-    // Does block r differ from this block only along dimension d (1 x, 2 y, 3 z)?
-    __device__ static bool same_line(unsigned r, unsigned d)
-    {
-        const cluster::dim me = cluster::ctaid();
-        const unsigned x = r % Config::cluster_x, y = (r / Config::cluster_x) % Config::cluster_y,
-                       z = r / (Config::cluster_x * Config::cluster_y);
-        return (d == 1 || x == me.x) && (d == 2 || y == me.y) && (d == 3 || z == me.z);
-    }
-    __device__ static bool is_peer(unsigned r)
-    {
-        if (r == cluster::rank()) return true;
-        for (int l = 0; l < Config::loads; ++l)
-            if (Config::load_multicast[l] != 0 && same_line(r, Config::load_multicast[l])) return true;
-        return false;
-    }
-    // The cluster rank of this block's k-th peer (in rank order, this block among them).
-    __device__ static unsigned peer(unsigned k)
-    {
-        unsigned r = 0;
-        for (; r < Config::cluster_size; ++r)
-            if (is_peer(r) && k-- == 0) break;
-        return r;
-    }
-    // One arrival on peer r's empty barrier of the stage at st (and its progress word).
-    __device__ void release_on(const state &st, unsigned r) const
-    {
-#ifdef CUASYNC_WATCHDOG
-        cluster::red_add_u32(cluster::map_shared_addr(progress() + Config::progress_received + st.index, r), 1u);
-#endif
-        // release at CTA scope, as CUTLASS's ClusterBarrier::arrive(cta_id) issues it: the stage's
-        // reads are done (registers hold them, or wgmma.wait_group returned) before the arrive
-        // issues. The cluster-scope form cost a cluster-2 multicast GEMM 36% of its speed on the
-        // H200 (examples/gemm_ablation.lua, rungs *_cl); CUASYNC_RELEASE_CLUSTER restores it.
-#ifdef CUASYNC_RELEASE_CLUSTER
-        mbarrier::arrive_cluster(empty(st.index), r);
-#else
-        mbarrier::arrive_cluster_cta(empty(st.index), r);
-#endif
     }
 #endif
 };

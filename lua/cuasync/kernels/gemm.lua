@@ -60,7 +60,7 @@ M.RELEASE = "warpgroup"
 --   ablate = { serial_release, release_cluster, a_leader, trace }: compile-time switches measured
 --     by examples/gemm_ablation.lua (the release loop before the release forms; the remote
 --     arrive's release at cluster scope; rank 0 issues every slice of A; a per-block trace).
-M.ABLATE = { serial_release = "CUASYNC_SERIAL_RELEASE", release_cluster = "CUASYNC_RELEASE_CLUSTER", a_leader = "A_LEADER",
+M.ABLATE = { serial_release = "SERIAL_RELEASE", release_cluster = "RELEASE_CLUSTER", a_leader = "A_LEADER",
              trace = "TRACE" }
 function M.plan(o)
   util.kind("gemm", "argument", o, "table")
