@@ -14,22 +14,17 @@ local o = require("cuasync.tools.cli").script{ options = {
   { "--jobs N", "the sweep child's compile workers", default = 1 },
 } }
 
--- -- Processes and files: this benchmark's only ones, here (isolate.command, isolate.cores and
--- -- cuasync.fs.remove once those are merged) --------------------------------------------------
+-- -- Processes and files: through isolate (the one place that starts a process) and cuasync.fs --
+local isolate = require("cuasync.tools.isolate")
+local fs = require("cuasync.fs")
 local SELF = debug.getinfo(1, "S").source:match("^@(.*)$")
-local function quote(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
--- command(cmd) -> ok, output (stdout), code
-local function command(cmd)
-  local p = io.popen(cmd .. "; echo \"exit=$?\"")
-  local out = p:read("*a")
-  p:close()
-  local code = tonumber(out:match("exit=(%d+)%s*$"))
-  return code == 0, (out:gsub("exit=%d+%s*$", "")), code
-end
-local function cores() local ok, out = command("nproc") return ok and tonumber(out) or 4 end
+local quote = isolate.shell_quote
+-- command(line) -> ok, output, code (a child's stderr goes where its line sends it)
+local function command(line) return isolate.command(line) end
+local cores = isolate.cores
 -- a fresh cache directory's name (nothing made: the child makes it), and its removal
-local function fresh_dir() local d = os.tmpname() os.remove(d) return d end
-local function remove_tree(dir) os.execute("rm -rf " .. quote(dir)) end
+local function fresh_dir() local d = os.tmpname() fs.remove(d) return d end
+local function remove_tree(dir) assert(fs.remove_tree(dir)) end
 
 if o.child == "copy" then
   local cuasync = require("cuasync")
@@ -79,7 +74,7 @@ if o.child == "sweep" then
   S:run{ jobs = o.jobs, quiet = true, force = true }
   local n = 0
   for _, r in ipairs(S.rows) do if r.compile_ms then n = n + 1 end end
-  print(("%.3f %d"):format(S.compile_s, n))
+  print(("%.3f %d"):format(S.result.compile_s, n))
   return
 end
 local dir = fresh_dir()

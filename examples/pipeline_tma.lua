@@ -66,7 +66,7 @@ local function after(_, run)
   end
   local compiled = 0
   for _, r in ipairs(S.rows) do if r.compile_ms then compiled = compiled + 1 end end
-  print(S.skipped_launches and ("done: %d variants compiled; nothing launched, so no knee and no plot (%s)"):format(compiled, S.skipped_launches)
+  print(S.result.skipped_launches and ("done: %d variants compiled; nothing launched, so no knee and no plot (%s)"):format(compiled, S.result.skipped_launches)
         or ("done: %d variants, best %s"):format(#S.rows, S.best and S:label(S.best.params) or "none"))
 end
 if not cuasync.sweep.main() then return S, after end   -- `cuasync sweep` runs it, with its options

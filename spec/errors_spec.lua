@@ -28,7 +28,7 @@ local BAD = "extern \"C\" __global__ void k(int *p)\n{\n    p[0] = undeclared;\n
 describe("cuasync.errors", function()
   it("is the module's errors, one kind per object class", function()
     assert.equal(errors, cuasync.errors)
-    assert.same({ "compile", "plan", "driver", "hang", "cancelled" }, errors.KINDS)
+    assert.same({ "compile", "plan", "driver", "hang", "cancelled", "timeout" }, errors.KINDS)
     for _, k in ipairs(errors.KINDS) do
       local e = errors.new(k, { message = "m" })
       assert.equal(k, errors.kind(e))

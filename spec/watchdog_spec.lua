@@ -328,10 +328,13 @@ describe("watchdog", function()
         end
         local ok, err = pcall(c.synchronize, { timeout_ms = 3000 })
         print(ok, tostring(err))
+        print("KIND", c.errors.kind(err), err.elapsed_ms, err.watched)
         io.stdout:flush()
         ffi.C._exit(0)   -- the kernel still runs: leave without waiting for it
       ]]):format(hang), nil, 30)
       assert.truthy(out:find("still running after 3000 ms", 1, true), ("hang %d: %s"):format(hang, out))
+      -- a kind of its own: the sweep tells it from other failures without reading the text
+      assert.truthy(out:find("KIND\ttimeout\t3000\tfalse", 1, true), ("hang %d: %s"):format(hang, out))
     end
     -- the GPU is still usable here
     local b = cuasync.alloc(64)

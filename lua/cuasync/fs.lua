@@ -47,6 +47,14 @@ end
 
 local function parent(path) return path:match("^(.*)/[^/]*$") end
 
+-- A path as a message shows it: cut past 240 bytes (a message names the file, never repeats a
+-- path of any length).
+local function shown(p)
+  if #p <= 240 then return p end
+  return p:sub(1, 200) .. ("... (%d bytes)"):format(#p)
+end
+M.shown = shown
+
 -- The system's reason in a message of Lua's io ("PATH: No such file or directory").
 local function reason(err, path)
   return (tostring(err):gsub("^" .. path:gsub("%p", "%%%0") .. ": ", ""))
@@ -56,7 +64,7 @@ end
 local function write_failed(path)
   local dir = parent(path)
   if dir and dir ~= "" and M.kind(dir) == "missing" then
-    return ("cannot write %s: the directory %s does not exist"):format(path, dir)
+    return ("cannot write %s: the directory %s does not exist"):format(shown(path), shown(dir))
   end
   return native.message()
 end
@@ -67,10 +75,10 @@ end
 function M.read(path, max)
   path_arg("read", "path", path)
   local f, err = io.open(path, "rb")
-  if not f then return nil, ("cannot read %s: %s"):format(path, reason(err, path)) end
+  if not f then return nil, ("cannot read %s: %s"):format(shown(path), reason(err, path)) end
   local text, rerr = f:read(max or "*a")
   f:close()
-  if text == nil and rerr then return nil, ("cannot read %s: %s"):format(path, tostring(rerr)) end
+  if text == nil and rerr then return nil, ("cannot read %s: %s"):format(shown(path), tostring(rerr)) end
   return text or ""
 end
 
@@ -142,14 +150,29 @@ function M.remove(path)
   path_arg("remove", "path", path)
   local ok, err, code = os.remove(path)
   if ok or code == ENOENT then return true end
-  return nil, ("cannot remove %s: %s"):format(path, reason(err, path))
+  return nil, ("cannot remove %s: %s"):format(shown(path), reason(err, path))
+end
+
+-- A directory and everything under it gone (symlinks removed, never followed); true when gone or
+-- already missing, nil and why for the first thing that cannot be removed.
+function M.remove_tree(path)
+  path_arg("remove_tree", "path", path)
+  if M.kind(path) == "dir" then
+    local names, why = M.list(path)
+    if not names then return nil, why end
+    for _, n in ipairs(names) do
+      local ok, err = M.remove_tree(path .. "/" .. n)
+      if not ok then return nil, err end
+    end
+  end
+  return M.remove(path)
 end
 
 function M.rename(from, to)
   path_arg("rename", "from", from)
   path_arg("rename", "to", to)
   local ok, err = os.rename(from, to)
-  if not ok then return nil, ("cannot rename %s to %s: %s"):format(from, to, reason(err, from)) end
+  if not ok then return nil, ("cannot rename %s to %s: %s"):format(shown(from), shown(to), reason(err, from)) end
   return true
 end
 

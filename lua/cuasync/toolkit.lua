@@ -2,7 +2,7 @@
 -- the CUDA toolkit's include directories. One search order each, read once per process:
 --   kernels-src   $CUASYNC_KERNELS, beside the installed modules, the source tree's
 --   CUDA includes native: the toolkit roots ($CUDA_HOME, $CUASYNC_NVRTC's, /usr/local/cuda), then
---                 the include/ beside the NVRTC loaded (native/cuasync_loader.c, cuasync_toolkit_include)
+--                 the include/ beside the NVRTC loaded (native/cuasync_toolkit.c, cuasync_toolkit_include)
 local ffi = require("ffi")
 local native = require("cuasync.native")
 local util = require("cuasync.util")

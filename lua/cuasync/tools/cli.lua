@@ -12,37 +12,17 @@
 -- "number", "ints", "list" (comma lists) or function(text) -> value | nil, why (M.types); without
 -- one it is a flag (no METAVAR) or read off the default (an integer, a table of numbers, a table).
 -- many: the option repeats, its values a list. needs: given only with that option. alone: M.script.
+local fs = require("cuasync.fs")
+
 local M = {}
 
--- -- Files and processes ------------------------------------------------------------------------
--- The CLI's only file writes and process starts: each becomes a one-line switch to cuasync.fs
--- (fs.write, fs.mkdirs, fs.usage) once that module is merged.
-local function shell_quote(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
-
--- write_file(path, data) -> true | nil, why
-function M.write_file(path, data)
-  local f, why = io.open(path, "wb")
-  if f then
-    local ok, err = f:write(data)
-    why = err
-    if f:close() and ok then return true end
-  end
-  return nil, (tostring(why):gsub("^.-: ", ""))   -- io.open's message starts with the path
-end
-
--- mkdirs(dir) -> true | nil, why (every missing parent made too)
-function M.mkdirs(dir)
-  local rc = os.execute("mkdir -p " .. shell_quote(dir) .. " 2>/dev/null")
-  if rc == 0 or rc == true then return true end
-  return nil, "cannot make the directory " .. dir
-end
-
--- dir_usage(dir) -> files, bytes (du's KiB on disk; 0, 0 for a directory that is not there)
+-- -- Files ------------------------------------------------------------------------------------
+-- The commands' files go through cuasync.fs (every write checked): write_file(path, data) and
+-- mkdirs(dir) -> true | nil, why; dir_usage(dir) -> files, bytes (0, 0 where there is none).
+M.write_file, M.mkdirs = fs.write, fs.mkdirs
 function M.dir_usage(dir)
-  local p = io.popen(("ls -A %s 2>/dev/null | wc -l; du -sk %s 2>/dev/null | cut -f1"):format(shell_quote(dir), shell_quote(dir)))
-  local files, kib = p:read("*l"), p:read("*l")
-  p:close()
-  return tonumber(files) or 0, (tonumber(kib) or 0) * 1024
+  local files, bytes = fs.usage(dir)
+  return files or 0, bytes or 0
 end
 
 -- -- Types ------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 -- cuasync compile FILE.cu: compile through the cache and say, per kernel, what ptxas reported and
 -- which async instructions the PTX holds (no GPU needed).
 local cli = require("cuasync.tools.cli")
+local errors = require("cuasync.errors")
 
 -- -D NAME=VALUE (a bare NAME is 1) -> { name, value }
 local function define(v)
@@ -95,7 +96,7 @@ end
 function M.run(o, args)
   if #args ~= 1 then cli.usage_error(M, "give one .cu file") end
   local ok, err = pcall(compile, o, args[1])
-  if not ok and tostring(err):find('cannot open source file "cuasync/pipelines/', 1, true) then
+  if not ok and errors.kind(err) == "compile" and err.log:find('cannot open source file "cuasync/pipelines/', 1, true) then
     err = tostring(err) .. "\n(a pipeline plan's kernel: give the plan with --plan PLAN.lua, a file that returns the cuasync.pipeline{...})"
   end
   if not ok then cli.fail(err) end
