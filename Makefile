@@ -65,7 +65,7 @@ test: deps all
 run: deps all
 	$(LUA) bin/cuasync sweep examples/pipeline_tma.lua --out build
 
-# docs/device.md is written from the device headers' comments (spec/docs_spec.lua checks it).
+# docs/device.md is written from the device headers' comments (spec/house/docs_spec.lua checks it).
 docs: all
 	$(LUA) -e 'package.path = "lua/?.lua;lua/?/init.lua;" .. package.path; package.cpath = "build/?.so;" .. package.cpath' \
 	  -e 'require("cuasync.tools.device_doc_md").write("docs/device.md")'

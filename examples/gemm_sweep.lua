@@ -4,7 +4,7 @@
 -- both blocks of a cluster) x raster (tiles in bands of that many tile rows) x epilogue (TMA
 -- stores, or direct stores that leave the scratch to stages), pruned by the plan's own check
 -- (shared memory), every variant verified against a reference GEMM (kernels-src/gemm_ref.cu,
--- itself checked against a CPU GEMM by spec/gemm_spec.lua), timed beside cuBLAS on the same
+-- itself checked against a CPU GEMM by spec/kernels/gemm_spec.lua), timed beside cuBLAS on the same
 -- inputs in interleaved rounds.
 -- C = A * B^T: A m x k, B n x k (bf16), C m x n (f32). TFLOP/s counts 2 m n k.
 --   luajit examples/gemm_sweep.lua [--m 8192] [--n 8192] [--k 8192] [--stages 2,3,4] [--tiles 128x128,128x256]

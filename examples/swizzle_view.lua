@@ -1,6 +1,6 @@
 -- swizzle_view.lua: how TMA lays a box of a float matrix into shared memory for each swizzle
 -- mode, from the Lua model cuasync.swizzle (checked against the hardware byte for byte by
--- spec/swizzle_spec.lua). Every row of the matrix holds 0..N-1, so each printed cell is the
+-- spec/model/swizzle_spec.lua). Every row of the matrix holds 0..N-1, so each printed cell is the
 -- column that landed in that shared-memory slot; each mode's box is as wide as its span allows.
 --   luajit examples/swizzle_view.lua [rows (16)]
 package.path = (debug.getinfo(1, "S").source:match("^@(.*)/") or ".") .. "/lib/?.lua;" .. package.path

@@ -9,7 +9,7 @@
 //   cp_gather  out row r = in row idx[r], rows of Plan::load_row[0] bytes (a gather)
 // Both role forms: unified (producer = "all": every thread copies and consumes; tile i + stages
 // is issued after tile i is released) and partitioned (producer threads beside consumer warps).
-// Blocks take tiles round-robin. Planted hangs (spec/watchdog_spec.lua): PLANTED = 1, thread 5
+// Blocks take tiles round-robin. Planted hangs (spec/core/watchdog_spec.lua): PLANTED = 1, thread 5
 // never commits iteration 2 (completion "mbarrier": full[2 % stages] waits for its noinc arrival
 // forever); PLANTED = 2, thread 5 of a unified block leaves before iteration 2 (completion
 // "group": its arrival on full after its wait_group never comes).

@@ -1,6 +1,6 @@
 // gemm_ref.cu — the reference and the helpers of the GEMM checks: a simple correct C = A * B^T
 // (bf16 in, f32 accumulate), fresh random bf16 data from a seed, and a comparison that counts the
-// elements outside a tolerance. spec/gemm_spec.lua checks the reference against a CPU GEMM.
+// elements outside a tolerance. spec/kernels/gemm_spec.lua checks the reference against a CPU GEMM.
 #include <cuda_bf16.h>
 
 // 32 x 32 output tiles, one thread an output, K in steps of 32 through shared memory (as f32):

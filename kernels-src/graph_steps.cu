@@ -1,5 +1,5 @@
 // graph_steps.cu — small kernels for CUDA graphs and programmatic dependent launch
-// (spec/graph_spec.lua, examples/bench_graph.lua).
+// (spec/core/graph_spec.lua, examples/bench_graph.lua).
 //   empty()                      nothing: a launch's cost alone
 //   tick(c)                      one thread adds 1 to *c: a launch that leaves a count to verify
 //   axpy(y, x, a, n)             y[i] += a * x[i]

@@ -1,6 +1,6 @@
 /* cuasync_types.h — the CUDA driver types cuasync uses, declared here so that libcuasync
  * builds without the toolkit's cuda.h (the driver is dlopen'ed, never linked).
- * spec/abi_spec.lua checks these layouts against the real cuda.h. */
+ * spec/house/abi_spec.lua checks these layouts against the real cuda.h. */
 #ifndef CUASYNC_TYPES_H
 #define CUASYNC_TYPES_H
 

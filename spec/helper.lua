@@ -95,4 +95,14 @@ function H.tmpdir()
   return d
 end
 
+-- A path that does not exist: under this process's scratch root, in a folder never made (a spec
+-- must not depend on an absolute path such as /nonexistent staying absent on the machine).
+function H.missing(name)
+  H.tmpdir()
+  return root .. "/missing/" .. name
+end
+
+-- A Lua pattern that matches s literally.
+function H.literal(s) return (s:gsub("%p", "%%%0")) end
+
 return H

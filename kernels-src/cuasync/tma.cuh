@@ -4,7 +4,7 @@
 // instructions take. Coordinates are element indices, innermost first; a box that hangs over
 // the tensor's edge loads the map's OOB fill, and a store clips there. The shared-memory side
 // must be 128-byte aligned (1024 for the 128B swizzle).
-// Measured on the H200 (spec/tensor_edges_spec.lua): the innermost coordinate times the element
+// Measured on the H200 (spec/core/tensor_edges_spec.lua): the innermost coordinate times the element
 // size must be a multiple of 16 bytes, and a store's coordinates must not be negative (loads may
 // start before the tensor); otherwise the launch fails with CUDA_ERROR_ILLEGAL_INSTRUCTION.
 #pragma once

@@ -146,7 +146,7 @@ local function tiled(spec, c)
     box_bytes = box_bytes * n
     if i > 1 then rows = rows * n end
   end
-  -- measured on the H200 (spec/swizzle_spec.lua): with a swizzle, each row takes the whole span
+  -- measured on the H200 (spec/model/swizzle_spec.lua): with a swizzle, each row takes the whole span
   -- in shared memory, while the transaction count stays the data bytes
   local span = swizzles.limit(c.m.swizzle)
   local smem_bytes = (c.m.il == 0 and span < math.huge and inner < span) and span * rows or box_bytes

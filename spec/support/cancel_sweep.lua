@@ -1,4 +1,4 @@
--- A sweep of four copies through planted_hangs.cu for spec/cancel_spec.lua: the variants in
+-- A sweep of four copies through planted_hangs.cu for spec/core/cancel_spec.lua: the variants in
 -- o.hangs (default { 2 }) hang (full armed with more bytes than the loads bring), under a
 -- watchdog whose own timeout is a minute, so only a cancel from the host (timeout_ms, or
 -- Ctrl-C) ends them. o: { timeout_ms, marker (a file written, with the variant appended, when a

@@ -1,4 +1,4 @@
--- The fuzz harness behind spec/fuzz_spec.lua, run in its own process (a crash or a hang there
+-- The fuzz harness behind spec/house/fuzz_spec.lua, run in its own process (a crash or a hang there
 -- fails the spec instead of killing busted). Feeds every public function random and boundary
 -- values, seeded; classifies each call: returned, a clean cuasync error ("cuasync.<module>: ..."
 -- at a position, or a driver error object), a raw error (anything else: an internal bug), an

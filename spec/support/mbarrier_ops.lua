@@ -1,6 +1,6 @@
 -- Random valid single-thread mbarrier operation sequences, driven by the CPU model so that every
 -- operation is defined in PTX: arrivals never exceed pending, the expected count stays >= 1,
--- tx-count stays within +-(2^20-1). Each op is { code, bytes, n } as kernels-src/mbarrier_model.cu
+-- tx-count stays within +-(2^20-1). Each op is { code, bytes, n } as spec/support/kernels/mbarrier_model.cu
 -- reads them; `predict` replays a sequence on the model and returns what the hardware must report.
 local mbarrier = require("cuasync.model.mbarrier")
 

@@ -1,4 +1,4 @@
-/* An NVTX injection library for spec/sweep_spec.lua: it records every range pushed and popped
+/* An NVTX injection library for spec/tools/sweep/sweep_spec.lua: it records every range pushed and popped
  * into the file NVTX_RECORD names. NVTX 3 loads it from NVTX_INJECTION64_PATH at the first call. */
 #include <nvtx3/nvToolsExt.h>
 #include <stdio.h>

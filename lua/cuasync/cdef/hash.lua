@@ -1,4 +1,4 @@
--- Declarations of native/cuasync_hash.h for the FFI (spec/cdef_spec.lua keeps the two identical).
+-- Declarations of native/cuasync_hash.h for the FFI (spec/house/cdef_spec.lua keeps the two identical).
 local ffi = require("ffi")
 
 local declarations = [[

@@ -195,7 +195,7 @@ end
 
 -- mb:pending_count([token]): arrivals pending in the current phase; with a token, the count
 -- mbarrier.pending_count reads from it: the pending count that arrive found, before its own
--- arrivals (measured on the H200 by spec/mbarrier_model_spec.lua).
+-- arrivals (measured on the H200 by spec/model/mbarrier_model_spec.lua).
 function Barrier:pending_count(token)
   if token == nil then
     live(self, "pending_count")

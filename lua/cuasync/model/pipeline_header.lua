@@ -5,7 +5,7 @@ local plans = require("cuasync.model.pipeline_plan")
 
 local M = {}
 
--- The members the Config struct declares (spec/pipeline_spec.lua checks the header against
+-- The members the Config struct declares (spec/core/pipeline_spec.lua checks the header against
 -- this list): a load's name becomes a member too, so it may not be one of these.
 M.MEMBERS = {}
 for w in ([[stages completion tx_bytes stage_pitch align full_offset empty_offset smem_bytes scratch_offset

@@ -4,7 +4,7 @@
 -- A load descriptor: { name, bytes = transaction bytes of one box, smem = shared-memory bytes of
 --   one box, boxes = TMA instructions per stage, align = stage-buffer alignment, what = text,
 --   padded = why smem > bytes (or nil), edge = text (or nil), multicast = "x" | "y" | "z" | nil }
--- Rules (each verified on the H200 by spec/pipeline_derivation_spec.lua):
+-- Rules (each verified on the H200 by spec/model/pipeline_derivation_spec.lua):
 --   * a box counts in full even where it hangs over the tensor's edge (the fill completes too);
 --   * a swizzled row narrower than the span is padded in shared memory, not in the count;
 --   * a load of several boxes per stage (a tile wider than the swizzle span) counts every box;

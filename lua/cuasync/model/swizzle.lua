@@ -5,7 +5,7 @@
 -- The swizzle then XORs the 16-byte chunk index (byte-offset bits 4..) with the offset's bits
 -- 7.. (the 128-byte line index), log2(S/16) bits of each — CUTLASS's Swizzle<1|2|3, 4, 3>. The
 -- pattern repeats every 8 * S bytes, which is why the shared-memory destination must be aligned
--- to it (1024 bytes for 128B). spec/swizzle_spec.lua compares this model with what the hardware
+-- to it (1024 bytes for 128B). spec/model/swizzle_spec.lua compares this model with what the hardware
 -- writes, byte for byte.
 --   local L = cuasync.swizzle.layout("128B", { 32, 16 }, 4)
 --   L:offset(col, row)  -- byte offset of element (col, row), 0-based

@@ -1,7 +1,7 @@
 -- docs/device.md from the device headers (kernels-src/cuasync/*.cuh): each header's opening
 -- comment, then each public function with its C++ signature, the PTX it emits (the comment above
 -- a wrapper names it, with its PTX ISA version and SM), or for a function built on wrappers the
--- wrappers it calls, and the SM it needs. The headers are the source: spec/docs_spec.lua checks
+-- wrappers it calls, and the SM it needs. The headers are the source: spec/house/docs_spec.lua checks
 -- that the committed page is what this makes of them (`make docs` rewrites it).
 --   device_doc.parse(dir) -> { headers = { { file, intro, needs, functions = { f... } } }, by_name }
 --     f = { name, scope, signature, ptx = { {text, isa, sm} }, doc = {lines}, calls, sm, asm }

@@ -13,7 +13,7 @@ function M.render(parsed)
     "each wrapper is a short free function that emits the PTX shown. **SM** is the least target it",
     "compiles for: below it, a wrapper is a stand-in that fails to compile, when used, with",
     "`cuasync: <name> needs <target>`. Functions built on wrappers list the ones they call.",
-    "This page is generated from the headers (`make docs`); `spec/docs_spec.lua` keeps it in step.", "" }
+    "This page is generated from the headers (`make docs`); `spec/house/docs_spec.lua` keeps it in step.", "" }
   for _, h in ipairs(parsed.headers) do
     o[#o + 1] = ("- [`<%s>`](#%s)"):format(h.file, (h.file:gsub("[/.]", "")))
   end

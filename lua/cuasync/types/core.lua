@@ -1,7 +1,7 @@
 ---@meta
 -- LuaCATS annotations for lua-language-server (never required at run time): the module, devices,
 -- memory, streams, programs, kernels and launch configs. docs/reference.md says what each does;
--- spec/docs_spec.lua checks that every method of these classes is annotated here or beside.
+-- spec/house/docs_spec.lua checks that every method of these classes is annotated here or beside.
 
 ---@class cuasync
 ---@field version string

@@ -1,6 +1,6 @@
 -- cuasync.model.mbarrier: PTX mbarrier semantics on the CPU. The CPU specs pin the phase rule,
 -- tokens, tx-count, arrive_drop and every refusal; on the GPU, thousands of random valid
--- single-thread sequences run on real mbarriers (kernels-src/mbarrier_model.cu) and every
+-- single-thread sequences run on real mbarriers (spec/support/kernels/mbarrier_model.cu) and every
 -- observation (test_wait.parity for both parities, test_wait on every token, pending_count of
 -- every token) must be what the model predicts. Fresh seed each run, printed.
 local ffi = require("ffi")
@@ -157,7 +157,7 @@ describe("model.mbarrier", function()
     local cells = N * MAX_OPS
     local dobs, dpend, draw = cuasync.alloc(cells * 4), cuasync.alloc(cells * 4), cuasync.alloc(cells * 8)
     dobs:fill(0xA5); dpend:fill(0xA5); draw:fill(0xA5)   -- poisoned
-    local k = cuasync.program{ file = "mbarrier_model.cu", defines = { MAX_OPS = MAX_OPS } }:compile():kernel(
+    local k = cuasync.program{ file = "spec/support/kernels/mbarrier_model.cu", defines = { MAX_OPS = MAX_OPS } }:compile():kernel(
       "mbarrier_model", "ptr, ptr, u32, ptr, ptr, ptr")
     k:launch({ grid = N / 128, block = 128 }, dops, dcounts, N, dobs, dpend, draw)
     cuasync.synchronize()

@@ -1,4 +1,4 @@
--- Tensor maps on the GPU at their edges (kernels-src/tensor_probe.cu): the map arrives 64-byte
+-- Tensor maps on the GPU at their edges (spec/support/kernels/tensor_probe.cu): the map arrives 64-byte
 -- aligned and intact; a box hanging over the tensor loads zeros or NaN there; a store clips;
 -- replace_address moves a map; an im2col load walks the pixel box. Fresh random data, poisoned
 -- outputs, every element checked.
@@ -13,7 +13,7 @@ describe("tensormap edges", function()
   local gpu_it = H.gpu_it(it, pending)
   local mod
   local function kernel(name, sig)
-    mod = mod or cuasync.program{ file = "tensor_probe.cu" }:compile()
+    mod = mod or cuasync.program{ file = "spec/support/kernels/tensor_probe.cu" }:compile()
     return mod:kernel(name, sig)
   end
 
@@ -103,7 +103,7 @@ describe("tensormap edges", function()
 local cuasync = require("cuasync")
 local m = cuasync.alloc(64 * 32 * 4)
 local tm = cuasync.tensormap{ buffer = m, dtype = "u32", dims = { 64, 32 }, box = { 32, 8 } }
-local mod = cuasync.program{ file = "tensor_probe.cu" }:compile()
+local mod = cuasync.program{ file = "spec/support/kernels/tensor_probe.cu" }:compile()
 local out, st = cuasync.alloc(2048), cuasync.alloc(8)
 if KIND == "load" then
   mod:kernel("tensor_image_2d", "tensormap, ptr, u32, u32, i32, i32, ptr"):launch({ grid = 1, block = 64, smem = 2048 },

@@ -1,4 +1,4 @@
--- Tensor maps and tensor copies (pattern 8, kernels-src/tensor_copy.cu): on the CPU the tensor
+-- Tensor maps and tensor copies (pattern 8, spec/support/kernels/tensor_copy.cu): on the CPU the tensor
 -- map's rules refuse bad maps before the driver; on the GPU boxes are loaded and stored in 1D,
 -- 2D, 3D and 5D (+1 in shared memory), reduce-added into global memory, and multicast to every
 -- block of clusters of 2 and 4. Fresh random data, poisoned outputs, every element checked.
@@ -28,7 +28,7 @@ describe("tensormap", function()
     local tout = cuasync.tensormap{ ptr = out.ptr, bytes = n * 4, dtype = "u32", dims = dims, box = box }
     local nb, bx = {}, {}
     for d = 1, 5 do nb[d] = math.ceil((dims[d] or 1) / (box[d] or 1)); bx[d] = box[d] or 1 end
-    local k = cuasync.program{ file = "tensor_copy.cu" }:compile():kernel(
+    local k = cuasync.program{ file = "spec/support/kernels/tensor_copy.cu" }:compile():kernel(
       ("tensor_%s_%dd"):format(kind, rank), "tensormap, tensormap, u32, u32, u32, u32, u32, u32, u32, u32, u32, u32, u32")
     k:launch({ grid = prod(nb), block = 128, smem = tin.box_bytes }, tin, tout, tin.box_bytes,
              nb[1], nb[2], nb[3], nb[4], nb[5], bx[1], bx[2], bx[3], bx[4], bx[5])
@@ -64,7 +64,7 @@ describe("tensormap", function()
     local tin = cuasync.tensormap{ buffer = inp, dtype = "u32", dims = { n }, box = { 64 }, load_only = true }
     local tout = cuasync.tensormap{ ptr = out.ptr, dtype = "u32", dims = { n }, box = { 64 }, load_only = true }
     local nb = math.ceil(n / 64)
-    local k = cuasync.program{ file = "tensor_copy.cu" }:compile():kernel("tensor_add_one_1d",
+    local k = cuasync.program{ file = "spec/support/kernels/tensor_copy.cu" }:compile():kernel("tensor_add_one_1d",
       "tensormap, tensormap, u32, u32, u32, u32, u32, u32, u32, u32, u32, u32, u32")
     k:launch({ grid = nb, block = 128, smem = tin.box_bytes }, tin, tout, tin.box_bytes, nb, 1, 1, 1, 1, 64, 1, 1, 1, 1)
     cuasync.synchronize()
@@ -90,7 +90,7 @@ describe("tensormap", function()
       local clusters, words = n0 * n1, b0 * b1
       local out = cuasync.alloc(clusters * csize * words * 4)
       out:fill(0xA5)
-      local k = cuasync.program{ file = "tensor_copy.cu" }:compile():kernel("tensor_multicast", "tensormap, ptr, u32, u32, u32, u32")
+      local k = cuasync.program{ file = "spec/support/kernels/tensor_copy.cu" }:compile():kernel("tensor_multicast", "tensormap, ptr, u32, u32, u32, u32")
       k:launch({ grid = clusters * csize, block = 128, cluster = { csize, 1, 1 }, smem = tin.box_bytes },
                tin, out, tin.box_bytes, n0, b0, b1)
       cuasync.synchronize()

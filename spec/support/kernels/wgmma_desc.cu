@@ -1,4 +1,4 @@
-// wgmma_desc.cu — the descriptors wgmma.cuh encodes, written out for spec/gemm_spec.lua to compare
+// wgmma_desc.cu — the descriptors wgmma.cuh encodes, written out for spec/kernels/gemm_spec.lua to compare
 // with its Lua twin (cuasync.kernels.gemm.descriptor): desc_encode for given fields, and
 // desc_kmajor for a tile at a 1024-aligned shared address, per swizzle span.
 #include <cuasync/wgmma.cuh>

@@ -404,7 +404,7 @@ describe("watchdog", function()
     -- in a subprocess: if exiting with copies in flight lost the context, this process stays clean
     local ok, out = H.luajit([[
       local c = require("cuasync")
-      local mod = c.program{ file = "watchdog_canary.cu" }:compile()
+      local mod = c.program{ file = "spec/support/kernels/watchdog_canary.cu" }:compile()
       local issue = mod:kernel("canary_issue", "ptr, u32, u32, u32")
       local check = mod:kernel("canary_check", "u32, u32, ptr")
       local dev = c.device(0)

@@ -5,8 +5,9 @@
 -- command) ending cleanly.
 local cuasync = require("cuasync")
 local H = require("helper")
+local NOLIB = H.missing("libcuda.so.1")   -- a driver that is not there
 
-local NOGPU = "CUASYNC_CUDA_LIB=/nonexistent/libcuda.so.1 "
+local NOGPU = "CUASYNC_CUDA_LIB=" .. NOLIB .. " "
 -- 48 live values: under -maxrregcount=24 ptxas spills them, under 128 it does not
 local SPILL = [[
 extern "C" __global__ void k(float *o, int n) {
@@ -65,7 +66,7 @@ describe("offline", function()
       S:run{ quiet = true, jobs = 1 }
       for _, r in ipairs(S.rows) do print("ROW", r.params.regs, r.kind, r.registers, r.spills, r.reason) end
       print(S:text())
-    ]], { CUASYNC_CACHE_DIR = H.tmpdir(), CUASYNC_CUDA_LIB = "/nonexistent/libcuda.so.1" }, 120)
+    ]], { CUASYNC_CACHE_DIR = H.tmpdir(), CUASYNC_CUDA_LIB = NOLIB }, 120)
     assert.is_true(ok, out)
     assert.truthy(out:find("ROW\t24\tpruned\t%d+\t%d+\tspills %d+ bytes to local memory %(spills = \"prune\"%)"), out)
     assert.truthy(out:find("ROW\t128\tmeasured\t%d+\t0\tnil"), out)
@@ -131,9 +132,9 @@ describe("offline", function()
       print(select(2, pcall(cuasync.alloc, 16)))
       print(select(2, pcall(cuasync.stream)))
       print(select(2, pcall(function() return cuasync.program{ source = 'extern "C" __global__ void k() {}' }:compile():kernel("k", "") end)))
-    ]], { CUASYNC_CUDA_LIB = "/nonexistent/libcuda.so.1", CUASYNC_REQUIRE_GPU = "0" }, 60)
+    ]], { CUASYNC_CUDA_LIB = NOLIB, CUASYNC_REQUIRE_GPU = "0" }, 60)
     assert.is_true(ok, out)
-    assert.truthy(out:find(":%d+: cuasync%.alloc: no CUDA driver: /nonexistent/libcuda%.so%.1 not found"), out)
+    assert.truthy(out:find(":%d+: cuasync%.alloc: no CUDA driver: " .. H.literal(NOLIB) .. " not found"), out)
     assert.truthy(out:find(":%d+: cuasync%.stream: no CUDA driver"), out)
     assert.truthy(out:find(":%d+: cuasync%.module%.kernel: no CUDA driver"), out)
     local info = H.sh(NOGPU .. "luajit bin/cuasync info")

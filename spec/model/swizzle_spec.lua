@@ -95,7 +95,7 @@ describe("swizzle model", function()
   end
 
   gpu_it("matches what TMA writes for every mode, element size and inner width #gpu", function()
-    local k = cuasync.program{ file = "tensor_probe.cu" }:compile():kernel("tensor_image_2d",
+    local k = cuasync.program{ file = "spec/support/kernels/tensor_probe.cu" }:compile():kernel("tensor_image_2d",
       "tensormap, ptr, u32, u32, i32, i32, ptr")
     local DT = { [1] = "u8", [2] = "u16", [4] = "u32", [8] = "u64" }
     local W, Hh = 512, 96

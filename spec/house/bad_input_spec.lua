@@ -6,6 +6,7 @@ local cuasync = require("cuasync")
 local sweep = require("cuasync.tools.sweep")
 local json = require("cuasync.tools.json")
 local H = require("helper")
+local NOLIB = H.missing("libcuda.so.1")   -- a driver that is not there
 
 local function nop() end
 
@@ -42,7 +43,7 @@ describe("bad input", function()
       local m = sweep.merge({ path })
       local b = S():run{ quiet = true }
       print("ROWS", m.rows[1].params.n, m.rows[2].params.n, b.rows[1].cached, b.rows[1].params.n)
-    ]], { CUASYNC_CACHE_DIR = dir, CUASYNC_CUDA_LIB = "/nonexistent/libcuda.so.1" }, 60)
+    ]], { CUASYNC_CACHE_DIR = dir, CUASYNC_CUDA_LIB = NOLIB }, 60)
     assert.is_true(ok, out)
     assert.truthy(out:find("ROWS\t1073741824\t3\ttrue\t1073741824", 1, true), out)
     assert.equal('{"n":1073741824}', json.encode({ n = 2 ^ 30 }))
@@ -227,7 +228,7 @@ describe("bad input", function()
       io.open(b .. "/f", "w"):write("x")
       print("DIRS", a, b)
       os.exit(0, true)   -- as busted ends
-    ]], { CUASYNC_CUDA_LIB = "/nonexistent/libcuda.so.1", CUASYNC_REQUIRE_GPU = "0" }, 60)
+    ]], { CUASYNC_CUDA_LIB = NOLIB, CUASYNC_REQUIRE_GPU = "0" }, 60)
     assert.is_true(ok, out)
     local a, b = out:match("DIRS\t(%S+)\t(%S+)")
     assert.truthy(a and b, out)

@@ -9,6 +9,7 @@ local cuasync = require("cuasync")
 local native = require("cuasync.native")
 local bit = require("bit")
 local H = require("helper")
+local NOLIB = H.missing("libcuda.so.1")   -- a driver that is not there
 require("cuasync.cdef.graph")
 
 local N = 4096
@@ -29,9 +30,9 @@ describe("graph", function()
     local ok, out = H.luajit([[
       local c = require("cuasync")
       print("NODRIVER", pcall(c.graph, function() end))
-    ]], { CUASYNC_CUDA_LIB = "/nonexistent/libcuda.so.1" })
+    ]], { CUASYNC_CUDA_LIB = NOLIB })
     assert.is_true(ok, out)
-    assert.truthy(out:find("NODRIVER\tfalse\t[^\n]*: cuasync.graph: a graph needs a GPU: no CUDA driver: /nonexistent/libcuda.so.1 not found"), out)
+    assert.truthy(out:find("NODRIVER\tfalse\t[^\n]*: cuasync.graph: a graph needs a GPU: no CUDA driver: " .. H.literal(NOLIB) .. " not found"), out)
   end)
 
   -- -- GPU -------------------------------------------------------------------------------------

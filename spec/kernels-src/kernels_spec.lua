@@ -1,6 +1,7 @@
--- Every kernel under kernels-src compiles for sm_90a, and its PTX holds the instructions it is
+-- Every kernel under kernels-src (and the spec-only ones) compiles for sm_90a, and its PTX holds the instructions it is
 -- meant to use: a silent fallback to ordinary loads fails here, on a machine without a GPU.
 local cuasync = require("cuasync")
+local fs = require("cuasync.fs")
 
 local EXPECT = {
   ["cancel_probe.cu"] = { "ld.volatile.global.u32", "nanosleep.u32", "%globaltimer" },
@@ -156,10 +157,18 @@ local BUILD = {
   end,
 }
 
+-- The kernels under kernels-src (installed) and the spec-only ones under spec/support/kernels
+-- (never installed), by name; FILE[name] is what cuasync.program{ file = } takes.
+local FILE = {}
+local SPEC_ONLY = "spec/support/kernels"
 local function kernels()
-  local list, p = {}, io.popen("ls " .. cuasync.kernels_dir() .. "/*.cu")
-  for f in p:lines() do list[#list + 1] = f:match("([^/]+)$") end
-  p:close()
+  local list = {}
+  for _, dir in ipairs({ cuasync.kernels_dir(), SPEC_ONLY }) do
+    for _, name in ipairs(assert(fs.list(dir, ".cu"))) do
+      list[#list + 1] = name
+      FILE[name] = dir == SPEC_ONLY and (dir .. "/" .. name) or name
+    end
+  end
   return list
 end
 
@@ -170,7 +179,7 @@ describe("kernels-src", function()
 
   for _, k in ipairs(kernels()) do
     it(k .. " compiles for sm_90a with the instructions it is about", function()
-      local prog = BUILD[k] and BUILD[k](k) or cuasync.program{ file = k, arch = "sm_90a" }
+      local prog = BUILD[k] and BUILD[k](FILE[k]) or cuasync.program{ file = FILE[k], arch = "sm_90a" }
       local ptx = prog:ptx()
       assert.is_true(#prog:cubin() > 0)
       for _, ins in ipairs(EXPECT[k] or {}) do

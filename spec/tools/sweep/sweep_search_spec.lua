@@ -2,6 +2,7 @@
 -- included), the result store's integrity, T4 output, the knee, and bad input. Host sweeps
 -- (host = true) and replays of a stored landscape, so CI runs every line of it.
 local H = require("helper")
+local NOLIB = H.missing("libcuda.so.1")   -- a driver that is not there
 local sweep = require("cuasync.tools.sweep")
 local space = require("cuasync.tools.sweep.space")
 local store = require("cuasync.tools.sweep.store")
@@ -12,7 +13,7 @@ local json = require("cuasync.tools.json")
 local function fresh(code, env)
   env = env or {}
   env.CUASYNC_CACHE_DIR = env.CUASYNC_CACHE_DIR or H.tmpdir()
-  env.CUASYNC_CUDA_LIB = "/nonexistent/libcuda.so.1"   -- host sweeps: no GPU, here or on the H200
+  env.CUASYNC_CUDA_LIB = NOLIB   -- host sweeps: no GPU, here or on the H200
   local ok, out = H.luajit(code, env, 120)
   assert.is_true(ok, out)
   return out, env.CUASYNC_CACHE_DIR
@@ -221,8 +222,8 @@ describe("sweep reports", function()
     local S = sweep{ name = "outs", host = true, rounds = 1, reps = 1, params = { n = { 1 } },
       build = function() return { run = function() end } end }
     S:run{ quiet = true, force = true }
-    assert.has_error(function() S:write("t4", "/nonexistent/dir/r.json") end,
-      "cuasync.sweep.t4: cannot write /nonexistent/dir/r.json: the directory /nonexistent/dir does not exist")
+    assert.has_error(function() S:write("t4", H.missing("dir/r.json")) end,
+      "cuasync.sweep.t4: cannot write " .. H.missing("dir/r.json") .. ": the directory " .. H.missing("dir") .. " does not exist")
     assert.error_matches(function() S:write("xml", "r.xml") end, "no report format \"xml\" %(formats: csv, json, plot, t4, text%)")
     assert.equal(1, #S.rows)
   end)
@@ -305,7 +306,7 @@ describe("sweep bad input", function()
       build = function(p) return { run = function() end, bytes = p.a * p.b } end }]])
     f:close()
     local sh = H.sh
-    local env = "CUASYNC_CACHE_DIR=" .. H.tmpdir() .. " CUASYNC_CUDA_LIB=/nonexistent/libcuda.so.1 "
+    local env = "CUASYNC_CACHE_DIR=" .. H.tmpdir() .. " CUASYNC_CUDA_LIB=" .. NOLIB .. " "
     local out, rc = sh(env .. ("luajit bin/cuasync sweep %s/s.lua --strategy local --budget-points 5 --seed 2 --quiet --out %s/new/deep"):format(dir, dir))
     assert.equal(0, rc, out)
     assert.truthy(out:find("strategy local, seed 2: 5 points evaluated", 1, true), out)

@@ -4,7 +4,7 @@ local cuasync = require("cuasync")
 local H = require("helper")
 local gpu_it = H.gpu_it(it, pending)
 
-local FILE = "spec/positions_spec.lua"
+local FILE = "spec/house/positions_spec.lua"
 
 -- Each case: a name and a function returning (line of the call, pcall's results) from one line.
 local function L() return debug.getinfo(2, "l").currentline end

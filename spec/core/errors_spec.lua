@@ -108,7 +108,7 @@ describe("cuasync.errors", function()
     -- the text users saw when it was a string: position, call, the log, the failing lines numbered
     local head = "cuasync.program: bad.cu failed to compile for sm_90a (nvrtcCompileProgram: NVRTC_ERROR_COMPILATION"
     assert.equal(head, err.message:sub(1, #head))
-    assert.equal(("spec/errors_spec.lua:%d: "):format(line), err.position)
+    assert.equal(("spec/core/errors_spec.lua:%d: "):format(line), err.position)
     assert.equal(err.position .. err.message, tostring(err))
     assert.truthy(err.message:find("\n     2 | {\n>    3 |     p[0] = undeclared;\n     4 | }\n", 1, true), err.message)
     assert.truthy(err.message:find(err.log, 1, true))
@@ -123,7 +123,7 @@ describe("cuasync.errors", function()
   it("plan: a pipeline plan's refusals, wherever raised, have kind plan and the text they always had", function()
     local err, line = caught(function() cuasync.pipeline{ stages = 0, stage_bytes = 1024, producer = { warps = 1 }, consumer = { warps = 1 } } end)
     assert.equal("plan", errors.kind(err))
-    assert.equal(("spec/errors_spec.lua:%d: cuasync.pipeline: stages must be an integer in 1..64 (got 0)"):format(line), tostring(err))
+    assert.equal(("spec/core/errors_spec.lua:%d: cuasync.pipeline: stages must be an integer in 1..64 (got 0)"):format(line), tostring(err))
     assert.equal("cuasync.pipeline: stages must be an integer in 1..64 (got 0)", err.message)
     -- the string the refusal was before, raised at the same line, reads the same
     local function as_string(msg) error(msg, 2) end
@@ -156,7 +156,7 @@ describe("cuasync.errors", function()
       local e = caught(t[1])
       assert.equal("plan", errors.kind(e), i .. ": " .. tostring(e))
       assert.equal(t[2], e.message:sub(1, #t[2]), i .. ": " .. e.message)
-      assert.truthy(tostring(e):match("^spec/errors_spec.lua:%d+: cuasync%.pipeline"), tostring(e))
+      assert.truthy(tostring(e):match("^spec/core/errors_spec.lua:%d+: cuasync%.pipeline"), tostring(e))
       assert.is_true(runner.prunes(e))   -- what the sweep's text match said, the kind says now
     end
     -- other calls' refusals stay strings with no kind: a tensor map's, a program's
@@ -183,7 +183,7 @@ describe("cuasync.errors", function()
     local okc, errc = coroutine.resume(co)
     assert.is_false(okc)
     assert.equal("plan", errors.kind(errc))
-    assert.truthy(tostring(errc):match("^spec/errors_spec.lua:%d+: cuasync%.pipeline: stages must be"), tostring(errc))
+    assert.truthy(tostring(errc):match("^spec/core/errors_spec.lua:%d+: cuasync%.pipeline: stages must be"), tostring(errc))
     local okw, errw = pcall(coroutine.wrap(function() refuse() end))
     assert.is_false(okw)
     assert.equal("plan", errors.kind(errw))

@@ -4,6 +4,7 @@
 -- once, and the sweep measures on; entries that are not what the sweep wrote are measured again;
 -- concurrent sweeps of one name keep every row; a killed compile worker loses no point.
 local H = require("helper")
+local NOLIB = H.missing("libcuda.so.1")   -- a driver that is not there
 
 local SMALL = [[
   local sweep = require("cuasync.tools.sweep")
@@ -15,7 +16,7 @@ local SMALL = [[
 local function fresh(code, env)
   env = env or {}
   env.CUASYNC_CACHE_DIR = env.CUASYNC_CACHE_DIR or H.tmpdir()
-  env.CUASYNC_CUDA_LIB = "/nonexistent/libcuda.so.1"
+  env.CUASYNC_CUDA_LIB = NOLIB
   local ok, out = H.luajit(code, env, 120)
   assert.is_true(ok, out)
   return out, env.CUASYNC_CACHE_DIR
@@ -131,7 +132,7 @@ describe("sweep store faults", function()
     ]])
     local cmd = {}
     for k = 1, 8 do
-      cmd[#cmd + 1] = ("CUASYNC_CUDA_LIB=/nonexistent CUASYNC_CACHE_DIR=%s luajit %s %d &"):format(dir, script, k)
+      cmd[#cmd + 1] = ("CUASYNC_CUDA_LIB=%s CUASYNC_CACHE_DIR=%s luajit %s %d &"):format(NOLIB, dir, script, k)
     end
     local out, rc = H.sh(table.concat(cmd, " ") .. " wait")
     assert.equal(0, rc, out)
@@ -161,7 +162,7 @@ describe("sweep store faults", function()
       for _, r in ipairs(S.rows) do kinds[r.kind] = (kinds[r.kind] or 0) + 1 end
       print("ROWS", #S.rows, kinds.measured, table.concat(S.notes or {}, " | "))
     ]])
-    local out = H.sh(("CUASYNC_CUDA_LIB=/nonexistent CUASYNC_CACHE_DIR=%s luajit %s"):format(dir, script))
+    local out = H.sh(("CUASYNC_CUDA_LIB=%s CUASYNC_CACHE_DIR=%s luajit %s"):format(NOLIB, dir, script))
     assert.truthy(out:find("ROWS\t8\t8\t", 1, true), out)
     assert.truthy(out:find("compile worker %d ended %(exit 137%) during a batch; the main process compiled its points"), out)
   end)

@@ -1,5 +1,6 @@
 -- The loader: require works with no driver; GPU calls then fail clearly; overrides and tracing.
 local H = require("helper")
+local NOLIB = H.missing("libcuda.so.1")   -- a driver that is not there
 
 describe("cuasync loader", function()
   it("reports a missing driver from available() without raising", function()
@@ -7,9 +8,9 @@ describe("cuasync loader", function()
       local c = require("cuasync")
       local ok, why = c.available()
       print(tostring(ok) .. "|" .. why)
-    ]], { CUASYNC_CUDA_LIB = "/nonexistent/libcuda.so.1" })
+    ]], { CUASYNC_CUDA_LIB = NOLIB })
     assert.is_true(ok, out)
-    assert.equal("false|no CUDA driver: /nonexistent/libcuda.so.1 not found (CUASYNC_CUDA_LIB)\n", out)
+    assert.equal("false|no CUDA driver: " .. NOLIB .. " not found (CUASYNC_CUDA_LIB)\n", out)
   end)
 
   it("finds the toolkit through one native search: NVRTC, cuBLAS and the include path", function()
@@ -17,12 +18,12 @@ describe("cuasync loader", function()
       local toolkit = require("cuasync.toolkit")
       print(table.concat(toolkit.cuda_includes(), ","))
       print(toolkit.nvrtc_identity():match("^%S+") ~= nil)
-    ]], { CUDA_HOME = "/nonexistent-toolkit" })
+    ]], { CUDA_HOME = H.missing("toolkit") })
     assert.is_true(ok, out)
     -- a CUDA_HOME without the headers is passed over, and the next root in the one order is used
     local dirs = out:match("^([^\n]*)\n")
     assert.truthy(dirs:find("/include", 1, true), out)
-    assert.is_nil(dirs:find("nonexistent", 1, true), out)
+    assert.is_nil(dirs:find(H.missing("toolkit"), 1, true), out)
     assert.truthy(out:find("\ntrue\n", 1, true), out)
   end)
 
@@ -54,10 +55,10 @@ describe("cuasync loader", function()
         local ok, err = pcall(c.alloc, 1024)
         print(err)
       end
-    ]], { CUASYNC_CUDA_LIB = "/nonexistent/libcuda.so.1" })
+    ]], { CUASYNC_CUDA_LIB = NOLIB })
     assert.is_true(ok, out)
     -- named by the call, at the user's line
-    local line = "cuasync.alloc: no CUDA driver: /nonexistent/libcuda.so.1 not found (CUASYNC_CUDA_LIB)"
+    local line = "cuasync.alloc: no CUDA driver: " .. NOLIB .. " not found (CUASYNC_CUDA_LIB)"
     local a, b = out:match("^[^\n]-:%d+: ([^\n]*)\n[^\n]-:%d+: ([^\n]*)\n$")
     assert.equal(line, a, out)
     assert.equal(line, b, out)
@@ -68,15 +69,15 @@ describe("cuasync loader", function()
       local c = require("cuasync")
       local m = c.program{ source = 'extern "C" __global__ void k(int *p) { *p = 1; }', arch = "sm_90a" }:compile()
       print(#m:cubin() > 0, m:ptx():find(".entry k", 1, true) ~= nil)
-    ]], { CUASYNC_CUDA_LIB = "/nonexistent/libcuda.so.1", CUASYNC_CACHE = "0" })
+    ]], { CUASYNC_CUDA_LIB = NOLIB, CUASYNC_CACHE = "0" })
     assert.is_true(ok, out)
     assert.equal("true\ttrue\n", out)
   end)
 
   it("prints each loading attempt with CUASYNC_TRACE=1", function()
     local _, out = H.luajit([[ require("cuasync").available() ]],
-      { CUASYNC_TRACE = "1", CUASYNC_CUDA_LIB = "/nonexistent/libcuda.so.1" })
-    assert.truthy(out:find('cuasync: dlopen("/nonexistent/libcuda.so.1"):', 1, true), out)
+      { CUASYNC_TRACE = "1", CUASYNC_CUDA_LIB = NOLIB })
+    assert.truthy(out:find('cuasync: dlopen("' .. NOLIB .. '"):', 1, true), out)
   end)
 
   it("refuses an NVRTC override that cannot be loaded, without falling back", function()
@@ -84,9 +85,9 @@ describe("cuasync loader", function()
       local c = require("cuasync")
       local ok, err = pcall(function() c.program{ source = "", arch = "sm_90a" }:compile() end)
       print(err)
-    ]], { CUASYNC_NVRTC = "/nonexistent/libnvrtc.so", CUASYNC_CACHE = "0" })
+    ]], { CUASYNC_NVRTC = H.missing("libnvrtc.so"), CUASYNC_CACHE = "0" })
     assert.is_true(ok, out)
-    assert.truthy(out:find("no NVRTC: /nonexistent/libnvrtc.so could not be loaded (CUASYNC_NVRTC)", 1, true), out)
+    assert.truthy(out:find("no NVRTC: " .. H.missing("libnvrtc.so") .. " could not be loaded (CUASYNC_NVRTC)", 1, true), out)
   end)
 
   it("checks the Lua and native versions against each other", function()

@@ -1,5 +1,5 @@
 -- The byte-count rules of cuasync.pipeline (model/pipeline_plan.lua), checked on the CPU for
--- their numbers and words, and asked of the hardware on the GPU (kernels-src/tx_rules.cu): a
+-- their numbers and words, and asked of the hardware on the GPU (spec/support/kernels/tx_rules.cu): a
 -- barrier armed with the plan's tx_bytes completes once the stage's loads land; armed with 16
 -- bytes more or less, it does not.
 local ffi = require("ffi")
@@ -66,7 +66,7 @@ describe("pipeline derivation rules", function()
   gpu_it("holds on the hardware: the plan's count completes the phase, 16 bytes off does not", function()
     local src = cuasync.alloc(2 ^ 20)
     src:fill(0x3C)
-    local mod = cuasync.program{ file = "tx_rules.cu" }:compile()
+    local mod = cuasync.program{ file = "spec/support/kernels/tx_rules.cu" }:compile()
     local tiled = mod:kernel("tx_tiled", "tensormap, i32, i32, u32, i32, u32, u32, u32, u32, ptr")
     local im2col = mod:kernel("tx_im2col", "tensormap, i32, i32, u32, u32, u32, ptr")
     local mcast = mod:kernel("tx_multicast", "tensormap, i32, i32, i32, u32, u32, u32, u32, ptr")

@@ -8,6 +8,8 @@
 --   native/   no dlsym outside the loader; no driver attribute number written as a literal
 --   kernels-src/   no open-coded mbarrier spin outside watchdog.cuh; no asm in kernels-src/*.cu
 --             (PTX lives in the device headers, one wrapper each)
+local H = require("helper")
+
 local function files(cmd)
   local out, p = {}, io.popen(cmd)
   for l in p:lines() do out[#out + 1] = l end
@@ -188,8 +190,28 @@ describe("layout", function()
     assert.same({}, found)
   end)
 
+  it("kernels-src/ (installed) holds only kernels that lua/, examples/ or a guide use; spec-only ones live in spec/support/kernels", function()
+    local unused = {}
+    local users = {}
+    for _, f in ipairs(files("find lua examples -name '*.lua'; ls docs/*.md | grep -v device.md")) do users[#users + 1] = read(f) end
+    local all = table.concat(users, "\n")
+    for _, f in ipairs(files("ls kernels-src/*.cu")) do
+      local name = f:match("([^/]+)$")
+      if not all:find(name, 1, true) then unused[#unused + 1] = name end
+    end
+    assert.same({}, unused)
+  end)
+
+  it("no spec depends on an absolute path staying absent: H.missing() gives one", function()
+    local found = {}
+    for _, f in ipairs(files("find spec -name '*.lua'")) do
+      if f ~= "spec/helper.lua" and read(f):find("/non" .. "existent", 1, true) then found[#found + 1] = f end
+    end
+    assert.same({}, found)
+  end)
+
   it("no asm in kernels-src/*.cu: PTX lives in the device headers", function()
-    local list = files("ls kernels-src/*.cu")
+    local list = files("ls kernels-src/*.cu spec/support/kernels/*.cu")
     assert.is_true(#list > 10)
     for _, f in ipairs(list) do
       local src = read(f):gsub("/%*.-%*/", ""):gsub("//[^\n]*", "")
@@ -221,7 +243,7 @@ describe("layout", function()
       p:close()
       print(n)
       print(require("cuasync.model.swizzle").layout("128B", { 32, 8 }, 4).bytes)
-    ]], { env = { CUASYNC_LIB = "/nonexistent/libcuasync.so" } })
+    ]], { env = { CUASYNC_LIB = H.missing("libcuasync.so") } })
     assert.is_true(ok, out)
     local n = #files("ls lua/cuasync/model/*.lua")
     assert.equal(n .. "\n1024\n", out)
@@ -285,7 +307,7 @@ describe("layout", function()
   end)
 
   it("no open-coded mbarrier spin outside watchdog.cuh", function()
-    local list = files("ls kernels-src/*.cu kernels-src/cuasync/*.cuh")
+    local list = files("ls kernels-src/*.cu kernels-src/cuasync/*.cuh spec/support/kernels/*.cu")
     assert.is_true(#list > 10)
     for _, f in ipairs(list) do
       if f ~= "kernels-src/cuasync/watchdog.cuh" then

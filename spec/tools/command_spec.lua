@@ -5,9 +5,10 @@
 local cuasync = require("cuasync")
 local cli = require("cuasync.tools.cli")
 local H = require("helper")
+local NOLIB = H.missing("libcuda.so.1")   -- a driver that is not there
 
 local sh = H.sh
-local NOGPU = "CUASYNC_CUDA_LIB=/nonexistent/libcuda.so.1 "
+local NOGPU = "CUASYNC_CUDA_LIB=" .. NOLIB .. " "
 local COMMANDS = { "info", "compile", "sweep", "run" }
 -- every example that is a sweep (the command runs it), and the others (run on their own)
 local SWEEPS = { "pipeline_tma", "gemm_sweep", "gemm_ablation", "cp_async_sweep", "sweep_command", "tma_copy", "tile_copy",

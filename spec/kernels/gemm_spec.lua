@@ -97,7 +97,7 @@ describe("gemm", function()
     for i, c in ipairs(cases) do for j = 1, 4 do fields[4 * (i - 1) + j - 1] = c[j] end end
     local f, out, addr = cuasync.alloc(16 * #cases), cuasync.alloc(8 * (#cases + 4)), cuasync.alloc(4)
     f:upload(fields, 16 * #cases)
-    local k = cuasync.program{ file = "wgmma_desc.cu" }:compile():kernel("descriptors", "ptr, u32, ptr, ptr")
+    local k = cuasync.program{ file = "spec/support/kernels/wgmma_desc.cu" }:compile():kernel("descriptors", "ptr, u32, ptr, ptr")
     k:launch({ grid = 1, block = 1 }, f, #cases, out, addr)
     cuasync.synchronize()
     local got = out:download("uint64_t", #cases + 4)

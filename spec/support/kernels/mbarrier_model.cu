@@ -8,7 +8,7 @@
 // thread then waits (bounded) until the arrival has landed, i.e. until the barrier word changed,
 // so that what follows observes it. On the H200 about 1% of these left the word unchanged until
 // the bound ran out, some with the phase already moved on as test_wait shows (the raw word is no
-// reliable view of the state; unexplained, spec/mbarrier_model_spec.lua): then bit 31 of the
+// reliable view of the state; unexplained, spec/model/mbarrier_model_spec.lua): then bit 31 of the
 // observation is set and the sequence ends there (what follows could not be predicted).
 #include <cuasync/mbarrier.cuh>
 #include <cuasync/cp_async.cuh>
