@@ -1,6 +1,6 @@
 -- The command line, written once: each command is one declarative spec from which both its usage
 -- text and its parser come (as in Penlight's lapp, the usage is the parser's specification).
--- bin/cuasync hands argv to M.main; the commands are tools/commands/<name>.lua; a script (an
+-- bin/cuasync hands argv to tools/commands (the dispatcher and one file per command); a script (an
 -- example) declares its own options in the same form with M.script. Exit codes: 0 done, 1 an
 -- error, 2 a usage error (its message names the option).
 --   { name = "sweep", summary = "its line in `cuasync --help`", usage = { "SCRIPT.lua [options]", ... },
@@ -94,7 +94,7 @@ local function wrap(text, first, indent)
   return table.concat(lines, "\n")
 end
 
-local function item(form, help)
+local function item(form, help)   -- M.item: the commands' list uses it too
   form = "  " .. form
   if #form < 27 then return wrap(help, form .. (" "):rep(28 - #form), 28) end
   return form .. "\n" .. wrap(help, (" "):rep(28), 28)
@@ -243,34 +243,6 @@ function M.script(spec)
   return L.values
 end
 
--- -- Commands -----------------------------------------------------------------------------------
-local COMMANDS = { "info", "compile", "sweep", "run" }   -- tools/commands/<name>.lua, in --help's order
-
-local function command(name) return require("cuasync.tools.commands." .. name) end
-
-local function main_usage()
-  local lines = { "usage: cuasync <command> [options]" }
-  for _, n in ipairs(COMMANDS) do
-    local c = command(n)
-    lines[#lines + 1] = item(n .. " " .. c.usage[1]:gsub("%[options%]", "[opts]"), c.summary)
-  end
-  lines[#lines + 1] = item("<command> --help", "the options of a command")
-  return table.concat(lines, "\n")
-end
-
--- bin/cuasync's work: argv[0] is the launcher (a sweep's workers run it again with the same argv).
-function M.main(argv)
-  M.program, M.argv = argv[0], argv
-  local name = argv[1]
-  if not (name and name:match("^%a+$") and (" " .. table.concat(COMMANDS, " ") .. " "):find(" " .. name .. " ", 1, true)) then
-    if name == "--help" or name == "-h" then io.stdout:write(main_usage(), "\n") os.exit(0) end
-    io.stderr:write("cuasync: ", name and ("unknown command " .. name) or "give a command", "\n", main_usage(), "\n")
-    os.exit(2)
-  end
-  local spec, rest = command(name), {}
-  for i = 2, #argv do rest[#rest + 1] = argv[i] end
-  if spec.main then return spec.main(rest) end
-  return spec.run(M.parse(spec, rest))
-end
+M.item = item
 
 return M
