@@ -6,6 +6,7 @@
 #include "cuasync_blas.h"
 #include "cuasync_error.h"
 #include "cuasync_loader.h"
+#include "cuasync_toolkit.h"
 
 typedef int (*create_fn)(void **handle);
 typedef int (*gemmex_fn)(void *handle, int transa, int transb, int m, int n, int k, const void *alpha,

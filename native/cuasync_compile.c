@@ -9,6 +9,7 @@
 #include "cuasync_compile.h"
 #include "cuasync_error.h"
 #include "cuasync_loader.h"
+#include "cuasync_toolkit.h"
 
 static int cuasync_pch_heap_retries;
 

@@ -1,7 +1,7 @@
 /* cuasync_toolkit.c — the CUDA toolkit, found at first use: its roots ($CUDA_HOME, the root of
  * $CUASYNC_NVRTC, /usr/local/cuda), NVRTC in them (its table resolved with dlsym: NVRTC has no
- * proc-address call), its include directory, and cuBLAS. Declared in cuasync_loader.h beside the
- * driver's loader (cuasync_loader.c); CUASYNC_TRACE=1 prints each step. */
+ * proc-address call), its include directory, and cuBLAS. Declared in cuasync_toolkit.h; what it
+ * shares with the driver's loader (a failure remembered, the trace) in cuasync_loader.h. */
 #define _GNU_SOURCE
 #define CUASYNC_INTERNAL
 #include <dlfcn.h>
@@ -14,6 +14,7 @@
 #include "cuasync_api.h"
 #include "cuasync_error.h"
 #include "cuasync_loader.h"
+#include "cuasync_toolkit.h"
 
 cuasync_nvrtc_table cuasync_nvrtc;
 

@@ -7,6 +7,7 @@ local toolkit = require("cuasync.toolkit")
 local util = require("cuasync.util")
 require("cuasync.cdef.compile")
 require("cuasync.cdef.loader")
+require("cuasync.cdef.toolkit")
 require("cuasync.cdef.fs")
 
 local C, errbuf, ERRLEN = native.C, native.errbuf, native.ERRLEN

@@ -9,6 +9,7 @@ local util = require("cuasync.util")
 local cache = require("cuasync.cache")
 require("cuasync.cdef.fs")
 require("cuasync.cdef.loader")
+require("cuasync.cdef.toolkit")
 
 local C, errbuf, ERRLEN = native.C, native.errbuf, native.ERRLEN
 

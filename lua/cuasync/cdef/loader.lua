@@ -6,12 +6,6 @@ local declarations = [[
 int cuasync_driver_init(char *err, size_t errlen);
 int cuasync_driver_version(int *version, char *err, size_t errlen);
 void *cuasync_driver_symbol(const char *name);
-int cuasync_nvrtc_init(char *err, size_t errlen);
-int cuasync_nvrtc_version(int *major, int *minor, char *err, size_t errlen);
-int cuasync_nvrtc_identity(char *out, size_t outlen, char *err, size_t errlen);
-const char *cuasync_nvrtc_path(void);
-int cuasync_toolkit_include(char *out, size_t outlen, char *err, size_t errlen);
-void *cuasync_blas_symbol(const char *name, char *err, size_t errlen);
 ]]
 
 ffi.cdef(declarations)

@@ -18,6 +18,7 @@ function M.run()
   local cache = require("cuasync.cache")
   local toolkit = require("cuasync.toolkit")
   require("cuasync.cdef.loader")
+  require("cuasync.cdef.toolkit")
   local v = ffi.new("int[1]")
   local drv = native.C.cuasync_driver_version(v, native.errbuf, native.ERRLEN) == 0
     and ("%d.%d"):format(math.floor(v[0] / 1000), v[0] % 1000 / 10) or ("none (" .. native.message() .. ")")
