@@ -82,29 +82,28 @@ function M.read(path, max)
   return text or ""
 end
 
--- path holds data (created or truncated): every write and the close checked.
-function M.write(path, data)
-  path_arg("write", "path", path)
-  data_arg("write", data)
-  if C.cuasync_fs_write(path, data, #data, 0, errbuf, ERRLEN) ~= 0 then return nil, write_failed(path) end
+-- One checked write: the arguments named by the call, every write(2) and the close checked.
+local function checked(call, path, data, write)
+  path_arg(call, "path", path)
+  data_arg(call, data)
+  if write() ~= 0 then return nil, write_failed(path) end
   return true
+end
+
+-- path holds data (created or truncated).
+function M.write(path, data)
+  return checked("write", path, data, function() return C.cuasync_fs_write(path, data, #data, 0, errbuf, ERRLEN) end)
 end
 
 -- data added at the end of path (created if missing); one short write is atomic in a FIFO.
 function M.append(path, data)
-  path_arg("append", "path", path)
-  data_arg("append", data)
-  if C.cuasync_fs_write(path, data, #data, 1, errbuf, ERRLEN) ~= 0 then return nil, write_failed(path) end
-  return true
+  return checked("append", path, data, function() return C.cuasync_fs_write(path, data, #data, 1, errbuf, ERRLEN) end)
 end
 
 -- path replaced by data all at once (a temporary file beside it, then a rename): a reader sees
 -- the old file or the new one, never half of one. The directory must exist (fs.mkdirs).
 function M.write_atomic(path, data)
-  path_arg("write_atomic", "path", path)
-  data_arg("write_atomic", data)
-  if C.cuasync_fs_write_atomic(path, data, #data, errbuf, ERRLEN) ~= 0 then return nil, write_failed(path) end
-  return true
+  return checked("write_atomic", path, data, function() return C.cuasync_fs_write_atomic(path, data, #data, errbuf, ERRLEN) end)
 end
 
 -- -- Directories ----------------------------------------------------------------------------

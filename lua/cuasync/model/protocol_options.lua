@@ -11,15 +11,20 @@ local function fail(msg) util.fail(WHERE, msg) end
 local FIELDS = { barriers = true, roles = true, explore = true, seed = true, runs = true, bound = true,
                  async = true, max_steps = true }
 
+-- A key of barriers or roles: a Lua identifier (the names end up in reports and timelines).
+local function identifier(what, name)
+  if type(name) ~= "string" or not name:match("^[%a_][%w_]*$") then
+    fail(("%s key %s must be a name (a Lua identifier)"):format(what, util.describe(name)))
+  end
+end
+
 function M.check(o)
   util.kind(WHERE, "argument", o, "table")
   util.known_fields(WHERE, o, FIELDS)
   util.kind(WHERE, "barriers", o.barriers, "table")
   local bars = {}
   for name, b in pairs(o.barriers) do
-    if type(name) ~= "string" or not name:match("^[%a_][%w_]*$") then
-      fail(("barriers key %s must be a name (a Lua identifier)"):format(util.describe(name)))
-    end
+    identifier("barriers", name)
     if type(b) == "number" then
       util.int_in(WHERE, ("barriers.%s (an arrival count)"):format(name), b, 1, mbarrier.MAX_COUNT)
       bars[#bars + 1] = { name = name, count = b }
@@ -37,9 +42,7 @@ function M.check(o)
   util.kind(WHERE, "roles", o.roles, "table")
   local roles = {}
   for name, r in pairs(o.roles) do
-    if type(name) ~= "string" or not name:match("^[%a_][%w_]*$") then
-      fail(("roles key %s must be a name (a Lua identifier)"):format(util.describe(name)))
-    end
+    identifier("roles", name)
     if type(r) == "function" then
       roles[#roles + 1] = { name = name, fn = r }
     elseif type(r) == "table" then
