@@ -8,47 +8,37 @@
 // Each side walks the ring with a stage_state (ring.cuh, which also has pipeline_ring<N>, the
 // same ring written by hand; included here). Unified form: every thread produces and consumes
 // (producers == consumers == block size). Partitioned form: producer warps and consumer warps.
+// The parts: pipeline_stages<Config>, the stage buffers and barriers (the one state); over it,
+// one class per completion kind, how a stage fills and its full barrier completes:
+// pipeline_tx_bytes (TMA/bulk loads, here), pipeline_cp_async_mbarrier and pipeline_cp_async_group
+// (pipeline_cp_async.cuh, included here); and pipeline<Config>, derived from the kind its
+// Config::completion names: roles, init, acquire and release, the watchdog's progress words.
 #pragma once
 
 #include <cuasync/mbarrier.cuh>
 #include <cuasync/cp_async.cuh>
 #include <cuasync/bulk.cuh>
-#include <cuasync/cluster.cuh>   // the plan's peers
-#include <cuasync/ring.cuh>      // stage_state; pipeline_ring for those who include this header
+#include <cuasync/cluster.cuh>             // the plan's peers
+#include <cuasync/ring.cuh>                // stage_state; pipeline_ring for those who include this header
+#include <cuasync/pipeline_cp_async.cuh>   // completions "mbarrier" and "group"
 
 namespace cuasync {
 
-// The pipeline of a cuasync.pipeline plan. Config is the generated struct
-// cuasync::pipelines::NAME. Every thread of the block constructs it and calls init(); then:
-//   producer thread (is_producer_thread()):  for each tile: producer_acquire(st);
-//       producer_expect(st); tma::load(buffer(st, Config::A), &mapA, full_barrier(st), ...); ...;
-//       st.advance();   then producer_tail(st) in a cluster kernel
-//   consumer threads (is_consumer()):        for each tile: consumer_wait(st); read buffer(st, l);
-//       consumer_release(st); st.advance();
+template <class Config> struct pipeline;   // below: the kinds reach its progress words
+
+// The stages of a plan: its stage buffers and barriers, carved out of dynamic shared memory. The
+// one state every completion kind (and so pipeline<Config>) is built over.
 template <class Config>
-struct pipeline {
+struct pipeline_stages {
     static_assert(Config::stages >= 1 && Config::stages <= 64, "cuasync: a pipeline has 1..64 stages");
     static_assert((Config::align & (Config::align - 1)) == 0, "cuasync: stage alignment must be a power of two");
     static_assert(Config::full_offset % 8 == 0 && Config::empty_offset % 8 == 0, "cuasync: mbarriers are 8-byte aligned");
     typedef stage_state<Config::stages> state;
 
-private:
-    // The arrival on a peer's empty barrier: release at CTA scope, as CUTLASS's
-    // ClusterBarrier::arrive(cta_id) issues it: the stage's reads are done (registers hold them,
-    // or wgmma.wait_group returned) before the arrive issues. The cluster-scope form cost a
-    // cluster-2 multicast GEMM 36% of its speed on the H200 (examples/gemm_ablation.lua, rungs *_cl).
-    struct release_cta {
-#if __CUDA_ARCH__ >= 900
-        __device__ void operator()(mbarrier_t *bar, unsigned r) const { mbarrier::arrive_cluster_cta(bar, r); }
-#endif
-    };
-
-public:
     unsigned char *base;   // the dynamic shared memory, rounded up to Config::align
-    unsigned committed;    // cp.async groups: the stages this thread has committed
 
     // Carve from dynamic shared memory (the plan's smem_bytes include the rounding slack).
-    __device__ pipeline() : committed(0u)
+    __device__ pipeline_stages()
     {
         extern __shared__ unsigned char cuasync_pipeline_smem_[];
         const unsigned addr = smem_addr(cuasync_pipeline_smem_);
@@ -73,14 +63,97 @@ public:
     {
         return buffer(st, l) + i * Config::load_box_smem[l];
     }
+};
 
-    // Roles. Unified: every thread consumes and thread 0 also produces (cp.async: every thread
-    // copies). Partitioned: the first producer_warps warps produce (thread 0 issues; cp.async: the
-    // first producer_threads threads copy), the next consumer_threads threads consume.
-    __device__ static bool is_producer_thread()
+// Completion 0, a TMA/bulk plan: one producer thread arms full with the stage's tx bytes, and
+// the copies it then issues on full_barrier(st) complete the phase as their bytes land. Pairs:
+// producer_acquire ... producer_expect (then the copies) on the producer thread; consumer_wait
+// ... consumer_release (below) on the consumers.
+template <class Config>
+struct pipeline_tx_bytes : pipeline_stages<Config> {
+    typedef stage_state<Config::stages> state;
+
+    // Thread 0 issues (unified: it also consumes; partitioned: the first of the producer warps).
+    __device__ static bool is_producer_thread() { return threadIdx.x == 0; }
+
+    // What the watchdog records for a wait of the pipeline (role 1 producer, 2 consumer).
+    __device__ watchdog::site site(mbarrier_t *bar, const state &st, unsigned role) const
     {
-        return Config::completion == 0 ? threadIdx.x == 0 : threadIdx.x < Config::producer_threads;
+#ifdef CUASYNC_WATCHDOG
+        const unsigned received = smem_addr(pipeline<Config>::progress() + Config::progress_received + st.index);
+        const unsigned armed = smem_addr(pipeline<Config>::progress() + Config::progress_armed);
+#else
+        const unsigned received = 0u, armed = 0u;
+#endif
+        return watchdog::site{ smem_addr(bar), st.phase, smem_addr(this->base), (unsigned)st.index, role, st.iteration,
+                               received, armed };
     }
+
+#if __CUDA_ARCH__ >= 900
+    // Producer thread: arm full with the plan's tx bytes (one arrival); then issue the copies.
+    __device__ void producer_expect(const state &st) const { producer_expect_bytes(st, Config::tx_bytes); }
+
+    // The same with another byte count, for a stage whose loads differ from the plan's (a last
+    // partial tile loaded with a smaller map). Prefer producer_expect: the plan's count is derived.
+    __device__ void producer_expect_bytes(const state &st, unsigned bytes) const
+    {
+        mbarrier::arrive_expect_tx(this->full(st.index), bytes);
+#ifdef CUASYNC_WATCHDOG
+        pipeline<Config>::progress()[Config::progress_armed] = st.iteration + 1u;
+#endif
+    }
+#endif
+
+    // Consumer threads: wait until the stage at st holds data (its tx bytes landed).
+    __device__ void consumer_wait(const state &st) const
+    {
+        mbarrier::wait_parity(this->full(st.index), st.phase, site(this->full(st.index), st, 2u));
+    }
+
+    // A cp.async plan's (pipeline_cp_async.cuh): here the copies complete full themselves.
+    template <class... A> __device__ void producer_copy(A...) const
+    { static_assert(refused<A...>::value, "cuasync: producer_copy is for cp.async plans; a TMA plan issues tma::load on full_barrier(st)"); }
+    template <int L, class... A> __device__ void producer_copy(A...) const
+    { static_assert(refused<A...>::value, "cuasync: producer_copy is for cp.async plans; a TMA plan issues tma::load on full_barrier(st)"); }
+    template <class... A> __device__ void producer_commit(A...) const
+    { static_assert(refused<A...>::value, "cuasync: producer_commit is for cp.async plans; a TMA plan arms full with producer_expect"); }
+};
+
+// The completion kind pipeline<Config> is built on, by Config::completion.
+template <class Config, int Completion = Config::completion> struct pipeline_completion;
+template <class Config> struct pipeline_completion<Config, 0> { typedef pipeline_tx_bytes<Config> type; };
+template <class Config> struct pipeline_completion<Config, 1> { typedef pipeline_cp_async_mbarrier<Config> type; };
+template <class Config> struct pipeline_completion<Config, 2> { typedef pipeline_cp_async_group<Config> type; };
+
+// The pipeline of a cuasync.pipeline plan. Config is the generated struct
+// cuasync::pipelines::NAME. Every thread of the block constructs it and calls init(); then:
+//   producer thread (is_producer_thread()):  for each tile: producer_acquire(st);
+//       producer_expect(st); tma::load(buffer(st, Config::A), &mapA, full_barrier(st), ...); ...;
+//       st.advance();   then producer_tail(st) in a cluster kernel
+//       (a cp.async plan: producer_copy(st, Config::A, src); producer_commit(st) instead)
+//   consumer threads (is_consumer()):        for each tile: consumer_wait(st); read buffer(st, l);
+//       consumer_release(st); st.advance();
+// is_producer_thread, site, consumer_wait and the producer's fill and commit come from the
+// completion kind (pipeline_completion<Config>::type); the rest is here.
+template <class Config>
+struct pipeline : pipeline_completion<Config>::type {
+    typedef stage_state<Config::stages> state;
+
+private:
+    // The arrival on a peer's empty barrier: release at CTA scope, as CUTLASS's
+    // ClusterBarrier::arrive(cta_id) issues it: the stage's reads are done (registers hold them,
+    // or wgmma.wait_group returned) before the arrive issues. The cluster-scope form cost a
+    // cluster-2 multicast GEMM 36% of its speed on the H200 (examples/gemm_ablation.lua, rungs *_cl).
+    struct release_cta {
+#if __CUDA_ARCH__ >= 900
+        __device__ void operator()(mbarrier_t *bar, unsigned r) const { mbarrier::arrive_cluster_cta(bar, r); }
+#endif
+    };
+
+public:
+    // Roles. Unified: every thread consumes (and produces: is_producer_thread, the completion
+    // kind's). Partitioned: the first producer_warps warps produce, the next consumer_threads
+    // threads consume.
     __device__ static bool is_producer_warp() { return Config::unified ? threadIdx.x < 32 : threadIdx.x < 32 * Config::producer_warps; }
     __device__ static unsigned consumer_index() { return Config::unified ? threadIdx.x : threadIdx.x - 32 * Config::producer_warps; }
     __device__ static bool is_consumer()
@@ -95,8 +168,8 @@ public:
     {
         if (threadIdx.x == 0) {
             for (int s = 0; s < Config::stages; ++s) {
-                mbarrier::init(full(s), Config::full_count);
-                mbarrier::init(empty(s), Config::empty_count);
+                mbarrier::init(this->full(s), Config::full_count);
+                mbarrier::init(this->empty(s), Config::empty_count);
             }
 #ifdef CUASYNC_WATCHDOG
             for (unsigned w = 0; w < Config::progress_words; ++w) progress()[w] = 0u;
@@ -118,7 +191,7 @@ public:
     // With the watchdog: progress words in static shared memory, for the post-mortem, placed by
     // the generated Config. [progress_received + s]: the arrivals empty[s] has received
     // (consumers count their own and their peers' releases); [progress_armed]: the stages the
-    // producer has armed.
+    // producer has armed; [progress_committed + s] (cp.async): the arrivals full[s] was sent.
     __device__ static unsigned *progress()
     {
         __shared__ unsigned words[Config::progress_words];
@@ -126,111 +199,15 @@ public:
     }
 #endif
 
-    // What the watchdog records for a wait of this pipeline (role 1 producer, 2 consumer). A
-    // cp.async plan's full wait records the commits its stage received, not the stages armed.
-    __device__ watchdog::site site(mbarrier_t *bar, const state &st, unsigned role) const
-    {
-#ifdef CUASYNC_WATCHDOG
-        const bool cp_full = Config::completion != 0 && bar == full(st.index);
-        const unsigned received = smem_addr(progress() + (cp_full ? Config::progress_committed : Config::progress_received) + st.index);
-        const unsigned armed = Config::completion != 0 ? 0u : smem_addr(progress() + Config::progress_armed);
-#else
-        const unsigned received = 0u, armed = 0u;
-#endif
-        return watchdog::site{ smem_addr(bar), st.phase, smem_addr(base), (unsigned)st.index, role, st.iteration,
-                               received, armed };
-    }
-
-    // Producer thread: wait until the stage at st is free (its consumers, in every block whose
-    // stage this block's copies reach, released it).
+    // Producer thread(s): wait until the stage at st is free (its consumers, in every block whose
+    // stage this block's copies reach, released it). Its pair: producer_expect (TMA/bulk) or
+    // producer_commit (cp.async), after the stage's copies are issued.
     __device__ void producer_acquire(const state &st) const
     {
-        mbarrier::wait_parity(empty(st.index), st.phase, site(empty(st.index), st, 1u));
-    }
-
-    // cp.async plans. Each producer thread issues its share of load l's stage: copies k of thread
-    // t are vectors t + k * producer_threads (consecutive threads, consecutive addresses), of
-    // Config::load_vector[l] bytes with .cg or .ca as the plan says. The source is the stage's
-    // first byte (a contiguous tile), or a functor row(r) giving the global address of row r of
-    // the stage (Config::load_row[l] bytes each: a gather).
-    template <class T>
-    __device__ void producer_copy(const state &st, int l, const T *src) const
-    {
-        static_assert(Config::completion != 0, "cuasync: producer_copy is for cp.async plans; a TMA plan issues tma::load on full_barrier(st)");
-        const unsigned char *from = reinterpret_cast<const unsigned char *>(src);
-        unsigned char *to = buffer(st, l);
-        // Not unrolled, as libcu++'s memcpy_async issues them: one copy per pass. Unrolled, each
-        // thread issued its copies in a burst, and a streaming copy on the H200 lost 0.6-0.9% at
-        // vectors of 16 and 8 bytes (docs/cp-async.md).
-#pragma unroll 1
-        for (unsigned k = 0; k < Config::load_copies[l]; ++k) {
-            const unsigned off = (threadIdx.x + k * Config::producer_threads) * Config::load_vector[l];
-            copy_vector(l, to + off, from + off);
-        }
-    }
-    template <class RowPointer>
-    __device__ void producer_copy(const state &st, int l, RowPointer row) const
-    {
-        static_assert(Config::completion != 0, "cuasync: producer_copy is for cp.async plans");
-        unsigned char *to = buffer(st, l);
-        const unsigned per_row = Config::load_row[l] / Config::load_vector[l];
-        // unrolled, so that several copies' row lookups are in flight at once (the contiguous
-        // form's rolled loop was measured on streaming copies only)
-#pragma unroll 8
-        for (unsigned k = 0; k < Config::load_copies[l]; ++k) {
-            const unsigned v = threadIdx.x + k * Config::producer_threads;
-            const unsigned char *from = reinterpret_cast<const unsigned char *>(row(v / per_row));
-            copy_vector(l, to + v * Config::load_vector[l], from + (v % per_row) * Config::load_vector[l]);
-        }
-    }
-    // A load planned with zero_fill = true: only the first valid_bytes of the contiguous source
-    // are read; the rest of the stage reads as zero (a last partial tile).
-    template <int L, class T>
-    __device__ void producer_copy(const state &st, const T *src, unsigned valid_bytes) const
-    {
-        static_assert(Config::completion != 0 && Config::load_zero_fill[L], "cuasync: this load was not planned with zero_fill = true");
-        const unsigned char *from = reinterpret_cast<const unsigned char *>(src);
-        unsigned char *to = buffer(st, L);
-        constexpr unsigned V = Config::load_vector[L];
-        for (unsigned k = 0; k < Config::load_copies[L]; ++k) {
-            const unsigned off = (threadIdx.x + k * Config::producer_threads) * V;
-            const unsigned n = off >= valid_bytes ? 0u : (valid_bytes - off < V ? valid_bytes - off : V);
-            if (V == 16 && Config::load_cg[L]) cp_async::copy_cg_zfill(to + off, n ? from + off : from, n);
-            else cp_async::copy_ca_zfill<V>(to + off, n ? from + off : from, n);
-        }
-    }
-
-    // Producer threads, cp.async: the stage's copies are issued. completion "mbarrier": this
-    // thread's arrival on full once its copies landed (cp.async.mbarrier.arrive.noinc; full
-    // expects one per producer thread). "group": close this thread's group for the stage.
-    __device__ void producer_commit(const state &st)
-    {
-        static_assert(Config::completion != 0, "cuasync: producer_commit is for cp.async plans; a TMA plan arms full with producer_expect");
-        if (Config::completion == 1) {
-#ifdef CUASYNC_WATCHDOG
-            count_commit(st);
-#endif
-            cp_async::mbarrier_arrive_noinc(full(st.index));
-        } else {
-            cp_async::commit_group();
-            committed = st.iteration + 1u;
-        }
+        mbarrier::wait_parity(this->empty(st.index), st.phase, this->site(this->empty(st.index), st, 1u));
     }
 
 #if __CUDA_ARCH__ >= 900
-    // Producer thread: arm full with the plan's tx bytes (one arrival); then issue the copies.
-    __device__ void producer_expect(const state &st) const { producer_expect_bytes(st, Config::tx_bytes); }
-
-    // The same with another byte count, for a stage whose loads differ from the plan's (a last
-    // partial tile loaded with a smaller map). Prefer producer_expect: the plan's count is derived.
-    __device__ void producer_expect_bytes(const state &st, unsigned bytes) const
-    {
-        mbarrier::arrive_expect_tx(full(st.index), bytes);
-#ifdef CUASYNC_WATCHDOG
-        progress()[Config::progress_armed] = st.iteration + 1u;
-#endif
-    }
-
     // Producer thread, in a cluster kernel, after its last tile: wait for the releases of the
     // last `stages` tiles, so that no peer still signals this block's barriers after it exits.
     __device__ void producer_tail(state st) const
@@ -252,32 +229,17 @@ public:
 #ifdef CUASYNC_WATCHDOG
         cluster::red_add_u32(cluster::map_shared_addr(progress() + Config::progress_received + st.index, r), 1u);
 #endif
-        arrive(empty(st.index), r);
+        arrive(this->empty(st.index), r);
     }
 #endif
 
-    // Consumer threads: wait until the stage at st holds data. cp.async groups: first this
-    // thread's own group of the stage (wait_group with the groups committed after it still in
-    // flight: Config::wait_depth in the steady state), then an arrival on full, then the wait for
-    // every thread's arrival.
-    __device__ void consumer_wait(const state &st) const
-    {
-        if (Config::completion == 2) {
-            wait_groups<Config::wait_depth>::le(committed - (st.iteration + 1u));
-#ifdef CUASYNC_WATCHDOG
-            count_commit(st);
-#endif
-            mbarrier::arrive(full(st.index));
-        }
-        mbarrier::wait_parity(full(st.index), st.phase, site(full(st.index), st, 2u));
-    }
-
-    // Consumer threads: done reading the stage at st; every consumer thread calls it. The plan's
-    // release form says who arrives on the empty barrier of this block and of every block whose
-    // copies land here (its peers): release = thread: every thread, on each peer in turn; warp:
-    // lane k of each warp on the k-th peer (lanes in parallel, after __syncwarp); warpgroup:
-    // lane j of warp w of each warpgroup on peer 4 j + w (warps in parallel; the warpgroup must
-    // be done with the stage, as after wgmma.wait_group: a wgmma is one warpgroup operation).
+    // Consumer threads: done reading the stage at st (the pair of consumer_wait); every consumer
+    // thread calls it. The plan's release form says who arrives on the empty barrier of this block
+    // and of every block whose copies land here (its peers): release = thread: every thread, on
+    // each peer in turn; warp: lane k of each warp on the k-th peer (lanes in parallel, after
+    // __syncwarp); warpgroup: lane j of warp w of each warpgroup on peer 4 j + w (warps in
+    // parallel; the warpgroup must be done with the stage, as after wgmma.wait_group: a wgmma is
+    // one warpgroup operation).
     __device__ void consumer_release(const state &st) const { consumer_release(st, release_cta()); }
 
     // The same with the arrivals on peers issued by arrive(bar, r) instead of release_cta: a
@@ -306,47 +268,8 @@ public:
 #ifdef CUASYNC_WATCHDOG
         atomicAdd(progress() + Config::progress_received + st.index, 1u);
 #endif
-        mbarrier::arrive(empty(st.index));
+        mbarrier::arrive(this->empty(st.index));
     }
-
-private:
-    // One cp.async of load l's vector size, .cg or .ca as planned (l is a constant once inlined).
-    __device__ static void copy_vector(int l, void *to, const void *from)
-    {
-        if (Config::load_vector[l] == 16) {
-            if (Config::load_cg[l]) cp_async::copy_cg(to, from);
-            else cp_async::copy_ca<16>(to, from);
-        } else if (Config::load_vector[l] == 8) {
-            cp_async::copy_ca<8>(to, from);
-        } else {
-            cp_async::copy_ca<4>(to, from);
-        }
-    }
-
-    // cp.async.wait_group takes an immediate: wait_groups<N>::le(n) waits with min(n, N) pending.
-    template <int N, int Dummy = 0>
-    struct wait_groups {
-        __device__ static void le(unsigned n)
-        {
-            if (n >= (unsigned)N) cp_async::wait_group<N>();
-            else wait_groups<N - 1>::le(n);
-        }
-    };
-    template <int Dummy>
-    struct wait_groups<0, Dummy> {
-        __device__ static void le(unsigned) { cp_async::wait_group<0>(); }
-    };
-
-#ifdef CUASYNC_WATCHDOG
-    // The watchdog's count of the arrivals full[s] was sent (one per committing thread; the
-    // lanes that commit together add once).
-    __device__ static void count_commit(const state &st)
-    {
-        const unsigned active = __activemask();
-        if ((threadIdx.x & 31u) == (unsigned)(__ffs(active) - 1))
-            atomicAdd(progress() + Config::progress_committed + st.index, (unsigned)__popc(active));
-    }
-#endif
 };
 
 } // namespace cuasync

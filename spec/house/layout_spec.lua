@@ -325,7 +325,7 @@ describe("layout", function()
     local src = read("kernels-src/cuasync/mbarrier.cuh")
     local _, n = src:gsub("watchdog::spin_until", "")
     assert.is_true(n >= 4, "wait and wait_parity, both arch branches")
-    for _, h in ipairs({ "pipeline.cuh", "ring.cuh" }) do
+    for _, h in ipairs({ "pipeline.cuh", "pipeline_cp_async.cuh", "ring.cuh" }) do
       assert.truthy(read("kernels-src/cuasync/" .. h):find("mbarrier::wait_parity", 1, true), h)
     end
   end)

@@ -1,6 +1,8 @@
 -- kernels-src/cuasync/*.cuh: every wrapper, used once in one kernel compiled for sm_90a, emits the
--- PTX its comment promises; the sm_90-only ones refuse an older target by name; a bulk reduction
--- PTX does not have refuses to compile. All on the CPU (NVRTC only).
+-- PTX its comment promises; the sm_90-only ones refuse an older target by name; ring.cuh and
+-- pipeline_cp_async.cuh stand alone and come with pipeline.cuh; a plan's pipeline refuses the other
+-- completion kind's members by name; a bulk reduction PTX does not have refuses to compile. All on
+-- the CPU (NVRTC only).
 local cuasync = require("cuasync")
 
 local ALL = [[
@@ -154,6 +156,57 @@ extern "C" __global__ void k(unsigned *g) {
         local ptx = cuasync.program{ source = src, arch = arch }:ptx()
         assert.truthy(ptx:find("mbarrier.arrive.shared::cta.b64", 1, true), h .. " " .. arch)
       end
+    end
+  end)
+
+  -- pipeline_cp_async.cuh: the cp.async completion kinds pipeline<Config> derives from. They are
+  -- Ampere's (cp.async, mbarrier waits through test_wait): no refusal below sm_90, so sm_80 too.
+  local CP_KERNEL = [[
+#include <cuasync/pipeline.cuh>
+#include <cuasync/pipelines/cp.cuh>
+typedef cuasync::pipelines::cp Plan;
+extern "C" __global__ void k(const uint4 *in, unsigned *g) {
+  cuasync::pipeline<Plan> pipe;
+  pipe.init();
+  auto p = pipe.producer_start();
+  auto c = pipe.consumer_start();
+  if (pipe.is_producer_thread()) { pipe.producer_acquire(p); pipe.producer_copy(p, Plan::x, in); pipe.producer_commit(p); }
+  pipe.consumer_wait(c); g[threadIdx.x] = pipe.buffer(c, Plan::x)[threadIdx.x]; pipe.consumer_release(c);
+}
+]]
+  local function cp_plan(completion)
+    return cuasync.pipeline{ name = "cp", stages = 2, completion = completion, producer = "all", consumer = { warps = 2 },
+                             loads = { { cp_async = 1024, vector = 16, name = "x" } } }
+  end
+
+  it("pipeline_cp_async.cuh stands alone, and pipeline.cuh brings both cp.async completions (sm_90a and sm_80)", function()
+    for _, arch in ipairs({ "sm_90a", "sm_80" }) do
+      local src = '#include <cuasync/pipeline_cp_async.cuh>\nextern "C" __global__ void k() {}\n'
+      assert.is_true(#cuasync.program{ source = src, arch = arch }:cubin() > 0, "alone, " .. arch)
+    end
+    for completion, want in pairs({ mbarrier = { "cp.async.mbarrier.arrive.noinc.shared::cta.b64" },
+                                    group = { "cp.async.commit_group", "cp.async.wait_group 1", "mbarrier.arrive.shared::cta.b64" } }) do
+      for _, arch in ipairs({ "sm_90a", "sm_80" }) do
+        local ptx = cp_plan(completion):program{ source = CP_KERNEL, arch = arch }:ptx()
+        for _, ins in ipairs({ "cp.async.cg.shared.global", unpack(want) }) do
+          assert.truthy(ptx:find(ins, 1, true), ("%s %s: PTX lacks %s"):format(completion, arch, ins))
+        end
+      end
+    end
+  end)
+
+  it("a plan's pipeline refuses the other completion's members by name", function()
+    local map = cuasync.tensormap{ ptr = 2 ^ 20, bytes = 2 ^ 24, encode = false, dtype = "f32", dims = { 1024, 1024 }, box = { 64, 16 } }
+    local tma = cuasync.pipeline{ name = "cp", stages = 2, loads = { { map = map, name = "x" } }, producer = { warps = 1 }, consumer = { warps = 2 } }
+    for _, case in ipairs({
+      { tma, "pipe.producer_commit(p)", "cuasync: producer_commit is for cp.async plans; a TMA plan arms full with producer_expect" },
+      { tma, "pipe.producer_copy(p, Plan::x, in)", "cuasync: producer_copy is for cp.async plans; a TMA plan issues tma::load on full_barrier(st)" },
+      { cp_plan("mbarrier"), "pipe.producer_expect(p)", "cuasync: producer_expect is for TMA/bulk plans; a cp.async plan ends a stage's copies with producer_commit" },
+    }) do
+      local src = CP_KERNEL:gsub("pipe%.producer_commit%(p%);", case[2] .. ";")
+      local ok, err = pcall(function() return case[1]:program{ source = src, arch = "sm_90a", watchdog = false }:ptx() end)
+      assert.is_false(ok, case[2])
+      assert.truthy(tostring(err):find(case[3], 1, true), tostring(err))
     end
   end)
 
