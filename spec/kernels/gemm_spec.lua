@@ -1,7 +1,9 @@
 -- The GEMM flagship's parts. CPU: wgmma.cuh emits the PTX it claims and refuses a target without
 -- the `a` suffix by name; the descriptor encoding matches hand-worked values for each swizzle; the
 -- 128B swizzle layout the descriptors describe is the one cuasync.swizzle models for TMA; every
--- variant of the sweep compiles for sm_90a. GPU: the device encodes the descriptors as the Lua
+-- variant of the sweep compiles for sm_90a, and so does every rung of examples/gemm_ablation.lua
+-- (its ablate defines: the release forms, the A leader, the trace), each with the instructions
+-- that tell it apart. GPU: the device encodes the descriptors as the Lua
 -- twin; the reference GEMM matches a CPU GEMM; gemm_tma.cu matches the reference for shapes that
 -- are not multiples of the tile (edge tiles through the loads' zero fill and the clipped stores),
 -- on fresh random data into poisoned output; cuBLAS matches the reference.
@@ -88,6 +90,54 @@ describe("gemm", function()
       'epilogue "tma" needs n a multiple of 4')
     assert.error_matches(function() gemm.plan{ stages = 2, bm = 128, bn = 128, m = 64, n = 64, k = 64, cluster = 4 } end,
       "cluster must be 1 or 2")
+  end)
+
+  -- The rungs exactly as examples/gemm_ablation.lua builds them: its RUNGS block (plain tables and
+  -- loops) is loaded from the file, since loading the example runs its sweep.
+  local function ablation_rungs()
+    local src = H.read("examples/gemm_ablation.lua")
+    local block = src:match("\n(local RUNGS = {.-)\nlocal o = cli%.script")
+    assert(block, "examples/gemm_ablation.lua: no RUNGS block before `local o = cli.script` (gemm_spec loads it)")
+    return assert(load(block .. "\nreturn RUNGS", "=gemm_ablation RUNGS"))()
+  end
+
+  it("compiles every rung of examples/gemm_ablation.lua for sm_90a, each with the instructions that tell it apart", function()
+    local function count(s, ins) local _, n = s:gsub(H.literal(ins), "") return n end
+    local REL_CLUSTER = "mbarrier.arrive.release.cluster.shared::cluster.b64"   -- ablate.release_cluster (gemm_tma.cu)
+    local REL_CTA = "mbarrier.arrive.release.cta.shared::cluster.b64"           -- pipeline.cuh's release_cta
+    local MULTICAST = "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+    local rungs, ptx, names = ablation_rungs(), {}, {}
+    for name in pairs(rungs) do names[#names + 1] = name end
+    table.sort(names)
+    names[#names + 1] = "c2_wg+trace"   -- what the example's trace launches add to a rung
+    rungs["c2_wg+trace"] = setmetatable({ ablate = { trace = true } }, { __index = rungs.c2_wg })
+    for _, name in ipairs(names) do
+      local r = rungs[name]
+      -- the example's opts(p) at a small shape, with its first tile
+      local q = { stages = 4, tile = "128x256", m = 256, n = 256, k = 256, epilogue = "tma", raster = 1 }
+      for _, key in ipairs({ "cluster", "multicast", "release", "ablate", "watchdog" }) do q[key] = r[key] end
+      local prog = gemm.program(q, { arch = "sm_90a", watchdog = q.watchdog })
+      local p = prog:ptx()
+      assert.is_true(#prog:cubin() > 0, name)
+      ptx[name] = p
+      local function has(ins, yes) assert[yes and "truthy" or "falsy"](p:find(ins, 1, true), ("%s: %s %s"):format(name, yes and "lacks" or "has", ins)) end
+      has("wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16", true)
+      has("%globaltimer", r.watchdog ~= false or (r.ablate or {}).trace == true)   -- the watchdog's clock (the trace's too)
+      has("barrier.cluster.arrive", r.cluster == 2)
+      local shared = r.cluster == 2 and r.multicast ~= false   -- A multicast: peers release each other's stages
+      has(MULTICAST, shared)
+      has(REL_CLUSTER, shared and (r.ablate or {}).release_cluster == true)
+      has(REL_CTA, shared and not (r.ablate or {}).release_cluster)
+      has("mbarrier.arrive.shared::cta.b64", not shared)   -- no peers: the local release
+      has("gemm_trace", (r.ablate or {}).trace == true)
+    end
+    assert.truthy(#names >= 19, tostring(#names))   -- 6 rungs, 3 at cluster scope, 9 without the watchdog, the trace
+    -- serial release: lane 0 arrives on each peer in turn, where release = "warp" has each lane arrive once
+    assert.truthy(count(ptx.c2_serial, REL_CTA) > count(ptx.c2_warp, REL_CTA), "c2_serial vs c2_warp")
+    assert.truthy(count(ptx.c2_serial_cl, REL_CLUSTER) > count(ptx.c2_warp_cl, REL_CLUSTER), "c2_serial_cl vs c2_warp_cl")
+    assert.truthy(ptx.c2_wg ~= ptx.c2_warp, "release = warpgroup and warp build the same PTX")
+    -- the A leader issues both slices of A: more multicast loads than one slice per rank
+    assert.truthy(count(ptx.c2_wg_leader, MULTICAST) > count(ptx.c2_wg, MULTICAST), "c2_wg_leader vs c2_wg")
   end)
 
   gpu_it("encodes descriptors on the device as the Lua twin", function()
