@@ -27,9 +27,12 @@ int cuasync_fs_usage(const char *dir, long long *files, long long *bytes, char *
 int cuasync_fs_mkfifo(const char *path, char *err, size_t errlen);
 /* The names in dir ending with suffix, sorted, one per line, into out. */
 int cuasync_fs_list(const char *dir, const char *suffix, char *out, size_t outlen, char *err, size_t errlen);
-/* parent/<pid of this process>, created, into out; first removes the directories under parent
- * named by the pid of a process that no longer exists. For files that must not be shared
- * between processes (NVRTC's automatic precompiled headers). */
+/* This process's own directory under parent (created with it), into out: parent/<host>.<pid>.<XXXXXX>,
+ * a name no other process has, on any node or in any PID namespace. The process holds an fcntl lock
+ * on its lock file for its life; a directory under parent whose lock can be taken (its owner is
+ * gone) is removed when this process's is made, one with no lock file is left alone. The same
+ * directory on every later call, made again (and the others reaped) if it vanished. For files that
+ * must not be shared between processes (NVRTC's automatic precompiled headers). */
 int cuasync_fs_pid_dir(const char *parent, char *out, size_t outlen, char *err, size_t errlen);
 /* Take an exclusive lock on path (created if missing), waiting for it; *fd holds it until
  * cuasync_fs_unlock(*fd) or the process's exit. For read-modify-write of shared files (a

@@ -171,16 +171,14 @@ end
 
 -- NVRTC's PCH directory, one per process: PCH files are of no use to another process, and two
 -- compile workers sharing one directory crashed NVRTC inside nvrtcCompileProgram (about 1 run in
--- 20 of the pool spec: one reads the file the other is writing). Directories of processes that
--- are gone are removed when the next one is made. nil where it cannot be made (no PCH then).
-local pch_dirs = {}
+-- 20 of the pool spec). The cache is often shared (nodes, containers): cuasync_fs_pid_dir's name
+-- is no other process's and its lock is held for life, so only a dead owner's directory is reaped.
+-- Asked before every PCH compile (one that vanished is made again); nil: cannot be made, no PCH.
+local pch_out = ffi.new("char[?]", 4096)
 local function pch_dir()
   local parent = (cache.dir() or (os.getenv("TMPDIR") or "/tmp") .. "/cuasync") .. "/pch"
-  if pch_dirs[parent] == nil then
-    local out = ffi.new("char[?]", 4096)
-    pch_dirs[parent] = C.cuasync_fs_pid_dir(parent, out, 4096, errbuf, ERRLEN) == 0 and ffi.string(out) or false
-  end
-  return pch_dirs[parent] or nil
+  if C.cuasync_fs_pid_dir(parent, pch_out, 4096, errbuf, ERRLEN) ~= 0 then return nil end
+  return ffi.string(pch_out)
 end
 
 -- The source and options of p's PCH form, or nil where p does not qualify.
@@ -255,17 +253,24 @@ function M.build(p, arch)
   for i, n in ipairs(p.headers.names) do
     names[#names + 1], sources[#sources + 1] = n, p.headers.sources[i]
   end
-  local out = ffi.new("cuasync_compiled *[1]")
-  local rc = C.cuasync_compile(source, p.name, #names, strings(sources), strings(names),
-                               #opts, strings(opts), #p.expressions, strings(p.expressions),
-                               out, errbuf, ERRLEN)
-  local msg = native.message()
-  local compiled = out[0]
-  if compiled == nil then util.fail("program", msg) end
-  compiled = ffi.gc(compiled, C.cuasync_compiled_free)
-  cache.stats.nvrtc = cache.stats.nvrtc + 1
   local len = ffi.new("size_t[1]")
-  local log, resources = M.report(ffi.string(C.cuasync_compiled_log(compiled, len), len[0]))
+  local function compile(src, o)   -- -> status, message, the compiled handle, its raw log
+    local out = ffi.new("cuasync_compiled *[1]")
+    local status = C.cuasync_compile(src, p.name, #names, strings(sources), strings(names), #o, strings(o),
+                                     #p.expressions, strings(p.expressions), out, errbuf, ERRLEN)
+    local message = native.message()
+    if out[0] == nil then util.fail("program", message) end
+    cache.stats.nvrtc = cache.stats.nvrtc + 1
+    local c = ffi.gc(out[0], C.cuasync_compiled_free)
+    return status, message, c, ffi.string(C.cuasync_compiled_log(c, len), len[0])
+  end
+  local rc, msg, compiled, raw = compile(source, opts)
+  -- the PCH directory went between pch_form and NVRTC's read of it: the plain form needs none
+  if rc ~= 0 and form and raw:find("invalid PCH directory", 1, true) then
+    source, opts = p.source, M.options(p, arch)
+    rc, msg, compiled, raw = compile(source, opts)
+  end
+  local log, resources = M.report(raw)
   if rc ~= 0 then
     local lines, failing = M.numbered(p.name, p.source, log)
     util.fail("program", ("%s failed to compile for %s (%s)\n%s\n%s"):format(p.name, arch, msg,
@@ -273,10 +278,7 @@ function M.build(p, arch)
               { kind = "compile", name = p.name, arch = arch, log = log, source = p.source, options = opts,
                 lines = lines, failing = failing })
   end
-  local function blob(fn)
-    local b = fn(compiled, len)
-    return b ~= nil and ffi.string(b, len[0]) or nil
-  end
+  local function blob(fn) local b = fn(compiled, len) return b ~= nil and ffi.string(b, len[0]) or nil end
   entry = { ptx = blob(C.cuasync_compiled_ptx), cubin = blob(C.cuasync_compiled_cubin), log = log,
             lowered = {}, resources = resources }
   for i, e in ipairs(p.expressions) do

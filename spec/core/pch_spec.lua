@@ -51,30 +51,129 @@ describe("precompiled headers", function()
   end)
 end)
 
+-- A LuaJIT snippet's preamble: the checkout's modules, a PCH program of libcudacxx_pipelines.cu by
+-- its STAGES, and the PCH directory its compile uses (the --pch-dir of its PCH form).
+local PRE = [[
+  package.path = "lua/?.lua;lua/?/init.lua;" .. package.path
+  package.cpath = "build/?.so;" .. package.cpath
+  local cuasync = require("cuasync")
+  local compiler = require("cuasync.compiler")
+  local fs = require("cuasync.fs")
+  local function variant(i)
+    return cuasync.program{ file = "libcudacxx_pipelines.cu", arch = "sm_90a", defines = { STAGES = i }, pch = true }
+  end
+  local function pch_dir(p)
+    return table.concat(assert(compiler.pch_form(p, "sm_90a")).options, " "):match("%-%-pch%-dir=(%S+)")
+  end
+  local ffi = require("ffi")
+  pcall(ffi.cdef, "int getpid(void);")
+]]
+
+-- unshare(1) runs a process in a PID namespace of its own (pid 1 there), as a container does;
+-- where it is refused (no root, no user namespaces) the spec that needs it is pending, counted.
+local unshare_ok, unshare_why = (function()
+  local out, rc = H.sh("unshare --pid --fork --mount-proc true")
+  return rc == 0, out:gsub("%s+$", "")
+end)()
+local unshare_it = unshare_ok and it
+  or function(name) pending(name .. " [skipped: unshare --pid --fork --mount-proc refused: " .. unshare_why .. "]") end
+
 describe("the PCH directory", function()
-  it("is one per process under the cache's pch/, and the directories of processes gone are removed", function()
+  it("is one per process under the cache's pch/, named by host and pid, and the one of a process gone is removed by the next", function()
     local dir = H.tmpdir()
-    -- a pid that has exited (its shell is waited for before we look), with a file left in its directory
-    local dead = assert(io.popen("sh -c 'echo $$'")):read("*l")
-    assert.is_true(os.execute(("mkdir -p %s/pch/%s %s/pch/keep && touch %s/pch/%s/x.pch"):format(dir, dead, dir, dir, dead)) == 0)
-    local code = [[
-      package.path = "lua/?.lua;lua/?/init.lua;" .. package.path
-      package.cpath = "build/?.so;" .. package.cpath
-      local compiler = require("cuasync.compiler")
-      local cuasync = require("cuasync")
-      local p = cuasync.program{ file = "libcudacxx_pipelines.cu", arch = "sm_90a", defines = { STAGES = 2 } }
-      local f = assert(compiler.pch_form(p, "sm_90a"))
-      local ffi = require("ffi")
-      pcall(ffi.cdef, "int getpid(void);")
-      io.write(table.concat(f.options, " ") .. "\nPID " .. ffi.C.getpid() .. "\n")
+    -- directories with no lock file (one being made; a cuasync before the lock named them by pid
+    -- alone) are left alone, whatever their name says
+    local dead = H.sh("sh -c 'echo $$'"):match("%d+")
+    assert.equal(0, select(2, H.sh(("mkdir -p %s/pch/%s %s/pch/keep && touch %s/pch/%s/x.pch"):format(dir, dead, dir, dir, dead))))
+    local code = PRE .. [[
+      io.write("DIR " .. pch_dir(variant(2)) .. "\nPID " .. ffi.C.getpid() .. "\n")
     ]]
     local ok, out = H.luajit(code, { CUASYNC_CACHE_DIR = dir })
     assert.is_true(ok, out)
-    local pid = out:match("PID (%d+)")
-    assert.truthy(out:find("--pch-dir=" .. dir .. "/pch/" .. pid, 1, true), out)
-    local list = H.sh("ls " .. dir .. "/pch")
-    assert.truthy(list:find(pid, 1, true) and list:find("keep", 1, true), list)
-    assert.falsy(list:find("^" .. dead .. "\n") or list:find("\n" .. dead .. "\n"), list)
+    local gone = out:match("DIR (%S+)")
+    assert.equal("dir", H.sh("test -d " .. gone .. " && echo dir"):match("%S+"))
+    ok, out = H.luajit(code, { CUASYNC_CACHE_DIR = dir })
+    assert.is_true(ok, out)
+    local mine, pid = out:match("DIR (%S+)"), out:match("PID (%d+)")
+    -- <cache>/pch/<host>.<pid>.<unique>: the pid says whose, and no other host or namespace has the name
+    assert.truthy(mine:find("^" .. H.literal(dir) .. "/pch/[%w%-]+%." .. pid .. "%.%w+$"), mine)
+    assert.equal("gone", H.sh("test -e " .. gone .. " || echo gone"):match("%S+"), gone)
+    assert.equal("dir", H.sh("test -d " .. mine .. " && echo dir"):match("%S+"), mine)
+    assert.equal("kept", H.sh(("test -f %s/pch/%s/x.pch && test -d %s/pch/keep && echo kept"):format(dir, dead, dir)):match("%S+"))
+  end)
+
+  unshare_it("defect 2: is left alone by a process in another PID namespace while its owner lives, and no two namespaces share one", function()
+    local dir = H.tmpdir()
+    local ns = dir .. "/ns.lua"
+    H.write(ns, PRE .. [[
+      local p = variant(7)
+      p:compile()
+      io.write("NSDIR " .. pch_dir(p) .. "\n")
+    ]])
+    -- this process compiles, a process in a PID namespace of its own (pid 1 there) compiles with
+    -- the same cache, then this process compiles the other variants (the issue's repro)
+    local ok, out = H.luajit(PRE .. ([[
+      local isolate = require("cuasync.tools.isolate")
+      local mine = pch_dir(variant(1))
+      io.write("MINE " .. mine .. "\n")
+      for i = 1, 4 do
+        local done, err = pcall(function() variant(i):compile() end)
+        io.write(("VARIANT %%d %%s\n"):format(i, done and "ok" or tostring(err):sub(1, 300)))
+        if i == 1 then
+          local _, o = isolate.command({ "unshare", "--pid", "--fork", "--mount-proc", "luajit", %q })
+          io.write(o)
+          io.write("AFTER " .. fs.kind(mine) .. "\n")
+        end
+      end
+    ]]):format(ns), { CUASYNC_CACHE_DIR = dir, CUASYNC_CACHE = "0" }, 300)
+    assert.is_true(ok, out)
+    local mine, first = out:match("MINE (%S+)"), out:match("NSDIR (%S+)")
+    assert.truthy(mine and first, out)
+    assert.truthy(out:find("AFTER dir\n", 1, true), out)
+    for i = 1, 4 do assert.truthy(out:find(("VARIANT %d ok\n"):format(i), 1, true), out) end
+    assert.are_not.equal(mine, first)
+    -- a second namespace: pid 1 again, never the first one's directory
+    local out2, rc = H.sh(("CUASYNC_CACHE_DIR=%s CUASYNC_CACHE=0 unshare --pid --fork --mount-proc luajit %s"):format(dir, ns))
+    assert.equal(0, rc, out2)
+    local second = out2:match("NSDIR (%S+)")
+    assert.truthy(second, out2)
+    assert.are_not.equal(first, second)
+  end)
+
+  it("defect 2: is made again when it vanished, rather than failing the compile", function()
+    local dir = H.tmpdir()
+    local ok, out = H.luajit(PRE .. [[
+      local p = variant(1)
+      p:compile()
+      local mine = pch_dir(p)
+      assert(os.execute("rm -rf '" .. mine .. "'") == 0)
+      local done, err = pcall(function() variant(2):compile() end)
+      io.write("SECOND " .. (done and "ok" or tostring(err):sub(1, 300)) .. "\n")
+      local again = pch_dir(variant(3))
+      io.write("AGAIN " .. fs.kind(again) .. "\n")
+    ]], { CUASYNC_CACHE_DIR = dir, CUASYNC_CACHE = "0" })
+    assert.is_true(ok, out)
+    assert.truthy(out:find("SECOND ok\n", 1, true), out)
+    assert.truthy(out:find("AGAIN dir\n", 1, true), out)
+  end)
+
+  it("defect 2: a compile whose PCH directory vanished under it is done again without PCH", function()
+    local dir = H.tmpdir()
+    -- the directory goes between the PCH form and NVRTC's read of the command line
+    local ok, out = H.luajit(PRE .. ([[
+      local real = compiler.pch_form
+      compiler.pch_form = function(p, arch)
+        local f = real(p, arch)
+        for i, o in ipairs(f.options) do
+          if o:match("^%%-%%-pch%%-dir=") then f.options[i] = "--pch-dir=" .. %q end
+        end
+        return f
+      end
+      local done, err = pcall(function() return variant(5):compile():ptx() end)
+      io.write("COMPILED " .. (done and #err > 100000 and "ok" or tostring(err):sub(1, 300)) .. "\n")
+    ]]):format(H.missing("pch/vanished")), { CUASYNC_CACHE_DIR = dir, CUASYNC_CACHE = "0" })
+    assert.is_true(ok, out)
+    assert.truthy(out:find("COMPILED ok\n", 1, true), out)
   end)
 end)
 
