@@ -157,6 +157,7 @@ end
 -- cuasync.graph(fn[, { stream = s, name = "..." }]) -> G
 function M.new(fn, opts)
   util.kind("graph", "fn", fn, "function")
+  util.not_null("graph", "opts", opts, "a table")
   if opts ~= nil then
     util.kind("graph", "opts", opts, "table")
     util.known_fields("graph", opts, { stream = true, name = true })

@@ -138,6 +138,8 @@ end
 function Pipeline:program(spec)
   if self.mutation then fail(("pipeline '%s' is a mutated plan: it is for :simulate only"):format(self.name)) end
   util.kind("pipeline.program", "argument", spec, "table")
+  -- before a default replaces one: a NULL watchdog would read as not given, and become true
+  util.null_fields("pipeline.program", spec)
   local s = {}
   for k, v in pairs(spec) do s[k] = v end
   local headers = {}

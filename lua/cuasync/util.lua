@@ -203,15 +203,33 @@ function M.methods(class, where, var)
   return class
 end
 
+-- A NULL cdata compares equal to nil, so a check `v == nil` takes it for "not given". Refuse it
+-- by name where an argument may be left out (give: what to pass instead, "a table").
+function M.not_null(where, name, v, give)
+  if type(v) == "cdata" and v == nil then
+    M.fail(where, ("%s is a NULL pointer (a NULL cdata reads as nil: give %s, or leave it out)"):format(name, give or "a value"))
+  end
+  return v
+end
+
+local function null_field(where, k, v, what)
+  if type(v) == "cdata" and v == nil then
+    M.fail(where, ("%s%s is a NULL pointer (a NULL cdata reads as nil: give a value, or leave the field out)"):format(tostring(k),
+           type(what) == "string" and (" in " .. what) or ""))
+  end
+end
+
+-- Refuse any field of t given as a NULL cdata (it would read as not given), by its name.
+function M.null_fields(where, t, what)
+  for k, v in pairs(t) do null_field(where, k, v, what) end
+end
+
 -- Reject fields a table does not know, so a typo never silently does nothing. `what` (a string)
 -- names a nested table in the message ("unknown field 'x' in producer").
 function M.known_fields(where, t, allowed, what)
   for k, v in pairs(t) do
     -- a NULL cdata compares equal to nil: a field given as NULL would read as not given
-    if allowed[k] and type(v) == "cdata" and v == nil then
-      M.fail(where, ("%s%s is a NULL pointer (a NULL cdata reads as nil: give a value, or leave the field out)"):format(tostring(k),
-             type(what) == "string" and (" in " .. what) or ""))
-    end
+    if allowed[k] then null_field(where, k, v, what) end
     if not allowed[k] then
       local key = type(k) == "string" and ("'%s'"):format((#k > 40 and k:sub(1, 40) .. "..." or k):gsub("%c", "?"))
                   or describe(k)

@@ -176,6 +176,7 @@ describe("graph", function()
       { function() axpy:launch({ grid = 1, block = 32 }, y, x, 1, 32) end, "cuasync.launch: kernel 'axpy' runs on the default stream inside cuasync.graph's function: a graph captures only the stream given to the function (pass it: stream = s)" },
       { function() cuasync.graph(function() end) end, "cuasync.graph: cannot run inside cuasync.graph's function: graphs do not nest" },
       { function() cuasync.bench(function() end) end, "cuasync.bench: cannot run inside cuasync.graph's function: a benchmark times work with events" },
+      { function() cuasync.bench_rounds({ { run = function() end } }) end, "cuasync.bench_rounds: cannot run inside cuasync.graph's function: its rounds time work with events" },
       { function() cuasync.reset() end, "cuasync.reset: cannot run inside cuasync.graph's function: a reset ends the context" },
     }
     local cs = cuasync.stream()

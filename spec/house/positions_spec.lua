@@ -5,6 +5,7 @@ local H = require("helper")
 local gpu_it = H.gpu_it(it, pending)
 
 local FILE = "spec/house/positions_spec.lua"
+local NULL = require("ffi").cast("void *", 0)
 
 -- Each case: a name and a function returning (line of the call, pcall's results) from one line.
 local function L() return debug.getinfo(2, "l").currentline end
@@ -37,6 +38,9 @@ local CPU = {
   { "synchronize", function() return L(), pcall(cuasync.synchronize, 5) end },
   { "driver_symbol", function() return L(), pcall(cuasync.driver_symbol, nil) end },
   { "model.ring.plan", function() return L(), pcall(cuasync.model.ring.plan, { stages = 0, stage_bytes = 16 }) end },
+  -- issue 41: a NULL where a value may be left out
+  { "pipeline:program{watchdog = NULL}", function() local P = cuasync.pipeline{ name = "pos", stages = 2, stage_bytes = 1024, producer = { warps = 1 }, consumer = { warps = 1 } }; return L(), pcall(P.program, P, { source = "", watchdog = NULL }) end },
+  { "graph(fn, NULL)", function() return L(), pcall(cuasync.graph, function() end, NULL) end },
 }
 
 local function expect_here(line, ok, err)

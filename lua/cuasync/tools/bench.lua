@@ -112,6 +112,10 @@ function M.rounds(variants, opts)
   util.kind("bench_rounds", "opts", opts, "table")
   util.known_fields("bench_rounds", opts, { rounds = true, reps = true, warmup = true, host = true, before = true,
                                             early_exit = true, keep_going = true }, 2)
+  -- by its own name, and before keep_going could take the refusal for a variant's failure
+  if not opts.host then
+    capture.refuse("bench_rounds", "its rounds time work with events and wait for it on the host (time G:launch from outside)")
+  end
   local rounds = util.count("bench_rounds", "rounds", opts.rounds or 5)
   if opts.reps ~= nil then util.count("bench_rounds", "reps", opts.reps) end
   if opts.warmup ~= nil then util.count("bench_rounds", "warmup", opts.warmup, true) end
@@ -159,5 +163,8 @@ function M.rounds(variants, opts)
   for _, v in ipairs(variants) do v.ms = not v.error and M.median(v.times) or nil end
   return variants
 end
+
+-- loaded on first use (init.lua's LAZY), so named here: a failure inside (no driver) names the call
+util.public[M.bench], util.public[M.rounds], util.public[M.median] = "bench", "bench_rounds", "median"
 
 return M

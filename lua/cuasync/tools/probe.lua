@@ -82,6 +82,8 @@ local function measure(dev)
 end
 
 function M.memory(dev, opts)
+  util.not_null("probe.memory", "dev", dev, "a cuasync.device()")
+  util.not_null("probe.memory", "opts", opts, "a table")
   if dev ~= nil and (type(dev) ~= "table" or type(dev.name) ~= "string" or dev.ordinal == nil) then
     util.fail("probe.memory", ("dev must be a cuasync.device() (got %s)"):format(util.describe(dev)))
   end
@@ -108,5 +110,8 @@ function M.memory(dev, opts)
   end
   return finish(r)
 end
+
+-- loaded on first use (init.lua's LAZY), so named here: a failure inside (no driver) names the call
+util.public[M.memory] = "probe.memory"
 
 return M

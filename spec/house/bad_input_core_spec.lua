@@ -1,0 +1,82 @@
+-- Bad input in the core, one pin per defect of issue 41 (its defect 2, the PCH directory, is in
+-- spec/core/pch_spec.lua) and the docs text of issue 42: each call refused by name, with the
+-- argument and the rule, at the user's line (spec/house/positions_spec.lua pins the positions).
+-- CPU only: a capture is opened by hand where a graph would need a GPU.
+local ffi = require("ffi")
+local cuasync = require("cuasync")
+local capture = require("cuasync.capture")
+local H = require("helper")
+local NOLIB = H.missing("libcuda.so.1")   -- a driver that is not there
+local NULL = ffi.cast("void *", 0)
+local FILE = "spec/house/bad_input_core_spec.lua"
+
+-- The raw message of a failing call (an error object's tostring carries its position too).
+local function raised(fn, ...)
+  local ok, err = pcall(fn, ...)
+  assert.is_false(ok, "expected an error")
+  return tostring(err)
+end
+
+local function plan()
+  return cuasync.pipeline{ name = "nullwd", stages = 2, stage_bytes = 1024, producer = { warps = 1 }, consumer = { warps = 1 } }
+end
+
+describe("bad input in the core (issue 41)", function()
+  it("defect 11: P:program{ watchdog = NULL } is refused by name, not read as the default", function()
+    local P = plan()
+    local msg = raised(function() return P:program{ source = 'extern "C" __global__ void k() {}', watchdog = NULL } end)
+    assert.truthy(msg:find("^" .. FILE .. ":%d+: cuasync%.pipeline%.program: watchdog is a NULL pointer %(a NULL cdata reads as nil: give a value, or leave the field out%)$"), msg)
+    -- any other field given as NULL: the same, by its name
+    msg = raised(function() return P:program{ source = 'extern "C" __global__ void k() {}', defines = NULL } end)
+    assert.truthy(msg:find("cuasync.pipeline.program: defines is a NULL pointer", 1, true), msg)
+    -- cuasync.program refused it already
+    msg = raised(cuasync.program, { source = "", watchdog = NULL })
+    assert.truthy(msg:find("cuasync.program: watchdog is a NULL pointer", 1, true), msg)
+  end)
+
+  it("defect 11: cuasync.graph(fn, NULL) names the call and the argument", function()
+    local msg = raised(cuasync.graph, function() end, NULL)
+    assert.truthy(msg:find("^" .. FILE .. ":%d+: cuasync%.graph: opts is a NULL pointer %(a NULL cdata reads as nil: give a table, or leave it out%)$"), msg)
+    msg = raised(cuasync.graph, function() end, { name = NULL })
+    assert.truthy(msg:find("cuasync.graph: name is a NULL pointer", 1, true), msg)
+  end)
+
+  it("defect 11: cuasync.bench_rounds inside a capture names cuasync.bench_rounds, keep_going or not", function()
+    capture.open({ handle = NULL, count = 0, keep = {}, kernels = {} })
+    local ok1, e1 = pcall(cuasync.bench_rounds, { { run = function() end } }, { rounds = 1 })
+    local v = { run = function() end }
+    local ok2, e2 = pcall(cuasync.bench_rounds, { v }, { rounds = 1, keep_going = true })
+    capture.close()
+    assert.is_false(ok1)
+    assert.truthy(tostring(e1):find("^" .. FILE .. ":%d+: cuasync%.bench_rounds: cannot run inside cuasync%.graph's function: "), tostring(e1))
+    assert.is_false(ok2)
+    assert.truthy(tostring(e2):find("cuasync.bench_rounds: cannot run inside", 1, true), tostring(e2))
+    assert.is_nil(v.error)
+    -- host rounds time no device work: allowed inside a capture, as cuasync.bench{ host = true } is
+    capture.open({ handle = NULL, count = 0, keep = {}, kernels = {} })
+    local ok3, e3 = pcall(cuasync.bench_rounds, { { run = function() end } }, { rounds = 1, reps = 1, host = true })
+    capture.close()
+    assert.is_true(ok3, tostring(e3))
+  end)
+
+  it("defect 11: cuasync.probe.memory() (and bench_rounds) with no driver names the call; a NULL dev or opts is refused by name", function()
+    local ok, out = H.luajit([[
+      local cuasync = require("cuasync")
+      local ffi = require("ffi")
+      local _, e = pcall(cuasync.probe.memory)
+      print("NODEV " .. tostring(e))
+      _, e = pcall(cuasync.probe.memory, ffi.cast("void *", 0))
+      print("NULLDEV " .. tostring(e))
+      _, e = pcall(cuasync.probe.memory, nil, ffi.cast("void *", 0))
+      print("NULLOPTS " .. tostring(e))
+      -- the other names loaded on first use, the same way
+      _, e = pcall(cuasync.bench_rounds, { { run = function() end } }, { rounds = 1 })
+      print("ROUNDS " .. tostring(e))
+    ]], { CUASYNC_CUDA_LIB = NOLIB })
+    assert.is_true(ok, out)
+    assert.truthy(out:find("NODEV [^\n]*:%d+: cuasync%.probe%.memory: no CUDA driver: " .. H.literal(NOLIB) .. " not found"), out)
+    assert.truthy(out:find("NULLDEV [^\n]*:%d+: cuasync%.probe%.memory: dev is a NULL pointer"), out)
+    assert.truthy(out:find("NULLOPTS [^\n]*:%d+: cuasync%.probe%.memory: opts is a NULL pointer"), out)
+    assert.truthy(out:find("ROUNDS [^\n]*:%d+: cuasync%.bench_rounds: no CUDA driver: "), out)
+  end)
+end)
