@@ -79,4 +79,39 @@ describe("bad input in the core (issue 41)", function()
     assert.truthy(out:find("NULLOPTS [^\n]*:%d+: cuasync%.probe%.memory: opts is a NULL pointer"), out)
     assert.truthy(out:find("ROUNDS [^\n]*:%d+: cuasync%.bench_rounds: no CUDA driver: "), out)
   end)
+
+  it("defect 11: cuasync.check_launch checks each rule whose attribute is given, and refuses a bad attribute by name", function()
+    local cfg = { grid = 2, block = 32 }
+    -- attrs with only binary_version: the rules on the other attributes are not checked
+    assert.same({ 2, 1, 1 }, cuasync.check_launch(cfg, nil, { binary_version = 90 }, "k").grid)
+    assert.same({ 2, 1, 1 }, cuasync.check_launch({ grid = 2, block = 32, cluster = 2 }, nil, { binary_version = 90 }, "k").cluster)
+    local msg = raised(cuasync.check_launch, { grid = 2, block = 32, cluster = 2 }, nil, { binary_version = 80 }, "k")
+    assert.truthy(msg:find("kernel 'k' is built for sm_80, which has no thread-block clusters", 1, true), msg)
+    msg = raised(cuasync.check_launch, cfg, nil, { max_threads = 16 }, "k")
+    assert.truthy(msg:find("block {32, 1, 1} has 32 threads but kernel 'k' can run at most 16 per block", 1, true), msg)
+    -- a bad attribute: named, at the user's line, never a raw compare
+    msg = raised(cuasync.check_launch, cfg, nil, { max_threads = "many" }, "k")
+    assert.truthy(msg:find("^" .. FILE .. ":%d+: cuasync%.launch: attrs%.max_threads must be a non%-negative integer %(got \"many\"%)$"), msg)
+    msg = raised(cuasync.check_launch, cfg, nil, 5, "k")
+    assert.truthy(msg:find("^" .. FILE .. ":%d+: cuasync%.launch: attrs must be a kernel's :attributes%(%) table %(got number%)$"), msg)
+    msg = raised(cuasync.check_launch, cfg, nil, { required_cluster = { 2 } }, "k")
+    assert.truthy(msg:find("cuasync.launch: attrs.required_cluster must be a list of 3 non-negative integers", 1, true), msg)
+    msg = raised(cuasync.check_launch, cfg, nil, NULL, "k")
+    assert.truthy(msg:find("cuasync.launch: attrs is a NULL pointer", 1, true), msg)
+  end)
+
+  it("defect 11: docs/reference.md lists the launch fields the code takes; pdl is refused naming programmatic", function()
+    local ref = assert(H.read("docs/reference.md"))
+    local list = ref:match("`k:launch%(cfg, %.%.%.%)`.-`cfg` is `{ ([^}]+) }`")
+    assert.truthy(list, "k:launch's cfg list in docs/reference.md")
+    for name in list:gmatch("[%w_]+") do
+      local cfg = { grid = 1, block = 32 }
+      if cfg[name] == nil then cfg[name] = false end
+      local ok, err = pcall(cuasync.check_launch, cfg)
+      assert.falsy(not ok and tostring(err):find("unknown field", 1, true), name .. ": " .. tostring(err))
+    end
+    assert.falsy(list:find("%f[%w]pdl%f[^%w_]"), list)
+    local msg = raised(cuasync.check_launch, { grid = 1, block = 32, pdl = true })
+    assert.truthy(msg:find("^" .. FILE .. ":%d+: cuasync%.launch: unknown field 'pdl' %(programmatic dependent launch is programmatic = true; fields: "), msg)
+  end)
 end)

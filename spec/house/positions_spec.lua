@@ -38,9 +38,11 @@ local CPU = {
   { "synchronize", function() return L(), pcall(cuasync.synchronize, 5) end },
   { "driver_symbol", function() return L(), pcall(cuasync.driver_symbol, nil) end },
   { "model.ring.plan", function() return L(), pcall(cuasync.model.ring.plan, { stages = 0, stage_bytes = 16 }) end },
-  -- issue 41: a NULL where a value may be left out
+  -- issue 41: a NULL where a value may be left out, a kernel attribute of the wrong type, pdl
   { "pipeline:program{watchdog = NULL}", function() local P = cuasync.pipeline{ name = "pos", stages = 2, stage_bytes = 1024, producer = { warps = 1 }, consumer = { warps = 1 } }; return L(), pcall(P.program, P, { source = "", watchdog = NULL }) end },
   { "graph(fn, NULL)", function() return L(), pcall(cuasync.graph, function() end, NULL) end },
+  { "check_launch(attrs)", function() return L(), pcall(cuasync.check_launch, { grid = 1, block = 32 }, nil, { max_threads = "x" }, "k") end },
+  { "check_launch{pdl}", function() return L(), pcall(cuasync.check_launch, { grid = 1, block = 32, pdl = true }) end },
 }
 
 local function expect_here(line, ok, err)

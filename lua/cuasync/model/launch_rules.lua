@@ -65,15 +65,47 @@ local function dims(name, v)
   return d
 end
 
+-- The kernel attributes the rules read: a kernel's :attributes(), or those of them a caller of
+-- check_launch knows. Each rule on an attribute is checked where that attribute is given.
+local ATTRS = { "max_threads", "static_smem", "binary_version" }
+local function check_attrs(attrs)
+  util.not_null("launch", "attrs", attrs, "a kernel's :attributes() table")
+  if type(attrs) == "nil" then return nil end
+  if type(attrs) ~= "table" then
+    fail(("attrs must be a kernel's :attributes() table (got %s)"):format(type(attrs)))
+  end
+  for _, f in ipairs(ATTRS) do
+    local v = attrs[f]
+    if type(v) ~= "nil" and (not util.is_integer(v) or v < 0) then
+      fail(("attrs.%s must be a non-negative integer (got %s)"):format(f, util.describe(v)))
+    end
+  end
+  local rc = attrs.required_cluster
+  if type(rc) ~= "nil" then
+    local ok = type(rc) == "table"
+    for i = 1, 3 do ok = ok and util.is_integer(rc[i]) and rc[i] >= 0 end
+    if not ok then
+      fail(("attrs.required_cluster must be a list of 3 non-negative integers {x, y, z} (got %s)"):format(util.describe(rc)))
+    end
+  end
+  return attrs
+end
+
 -- check(cfg, limits[, attrs[, kernel_name]]) -> normalized config.
--- limits: a device's :limits() or M.sm_90; attrs: the kernel's attributes when known.
+-- limits: a device's :limits() or M.sm_90; attrs: the kernel's attributes when known (see check_attrs).
 function M.check(cfg, limits, attrs, kname)
   if type(cfg) ~= "table" then
     fail(("config must be a table {grid = ..., block = ...} (got %s)"):format(type(cfg)))
   end
+  util.not_null("launch", "limits", limits, "a device's :limits() or cuasync.limits.sm_90")
   if limits == nil then limits = M.limits_of(nil) end
   if type(limits) ~= "table" or type(limits.max_grid) ~= "table" or type(limits.max_block) ~= "table" then
     fail("limits must be a device's :limits() or cuasync.limits.sm_90")
+  end
+  attrs = check_attrs(attrs)
+  -- docs/reference.md once listed this field as pdl; it was never taken (issue 41)
+  if type(cfg.pdl) ~= "nil" then
+    fail(("unknown field 'pdl' (programmatic dependent launch is programmatic = true; fields: %s)"):format(util.sorted_keys(FIELDS)))
   end
   util.known_fields("launch", cfg, FIELDS)
   local grid, block = dims("grid", cfg.grid), dims("block", cfg.block)
@@ -90,7 +122,7 @@ function M.check(cfg, limits, attrs, kname)
     fail(("block %s has %d threads (at most %d per block on this device)"):format(fmt(block), threads,
          limits.max_threads_per_block))
   end
-  if attrs and threads > attrs.max_threads then
+  if attrs and attrs.max_threads and threads > attrs.max_threads then
     fail(("block %s has %d threads but kernel '%s' can run at most %d per block (its register use "
          .. "limits it)"):format(fmt(block), threads, kname or "?", attrs.max_threads))
   end
