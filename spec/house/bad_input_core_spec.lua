@@ -115,3 +115,16 @@ describe("bad input in the core (issue 41)", function()
     assert.truthy(msg:find("^" .. FILE .. ":%d+: cuasync%.launch: unknown field 'pdl' %(programmatic dependent launch is programmatic = true; fields: "), msg)
   end)
 end)
+
+describe("docs/reference.md (issue 42)", function()
+  it("writes model.run's barriers by field name, as model.run reads them", function()
+    local ref = assert(H.read("docs/reference.md"))
+    local line = ref:match("`cuasync%.model%.run{ barriers = ([^\n]*)")
+    assert.truthy(line, "model.run in docs/reference.md")
+    assert.truthy(line:find("{ count = c, n = n }", 1, true), line)
+    assert.falsy(line:find("{ count, n }", 1, true), line)
+    local c, n = 1, 2
+    local r = cuasync.model.run{ barriers = { full = { count = c, n = n } }, roles = { a = function(t) t:note("x") end }, runs = 1 }
+    assert.is_true(r.ok, tostring(r))
+  end)
+end)
