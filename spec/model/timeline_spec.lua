@@ -248,7 +248,7 @@ describe("cuasync.model.timeline", function()
                   (timeline.diagnosis(0.01, 0.05)), (timeline.diagnosis(0.049, 0.20)), (timeline.diagnosis(0.20, 0)) })
       assert.same({ "balanced", "balanced: consumers wait on full 12.0%, the producer waits on empty 50.0%" },
                   { timeline.diagnosis(0.12, 0.5) })
-      assert.equal("memory-bound: consumers wait on full 30.0% while the producer waits on empty n/a (the stages are not the limit: the copies are)",
+      assert.equal("memory-bound: consumers wait on full 30.0% while the producer waits on empty n/a (no producer warp traced)",
                    select(2, timeline.diagnosis(0.3, nil)))
     end)
 

@@ -32,7 +32,8 @@ local function pct(x) return x and ("%.1f%%"):format(100 * x) or "n/a" end
 -- taken): what tells them apart is whether consumers wait on full.
 function M.diagnosis(cf, pe)
   if cf and cf >= M.STARVED then
-    local why = (pe and pe >= M.STALLED) and "every stage is in flight: more stages may help"
+    local why = pe == nil and "no producer warp traced"
+                or pe >= M.STALLED and "every stage is in flight: more stages may help"
                 or "the stages are not the limit: the copies are"
     return "memory-bound", ("memory-bound: consumers wait on full %s while the producer waits on empty %s (%s)"):format(
       pct(cf), pct(pe), why)
