@@ -63,6 +63,14 @@ struct pipeline_stages {
     {
         return buffer(st, l) + i * Config::load_box_smem[l];
     }
+
+#ifdef CUASYNC_TRACE
+    // The timeline's record of a pipeline event on bar at st (role 1 producer, 2 consumer).
+    __device__ void traced(unsigned kind, mbarrier_t *bar, const state &st, unsigned role) const
+    {
+        trace::event_at(kind, smem_addr(bar), smem_addr(base), st.phase, role, st.iteration);
+    }
+#endif
 };
 
 // Completion 0, a TMA/bulk plan: one producer thread arms full with the stage's tx bytes, and
@@ -98,6 +106,9 @@ struct pipeline_tx_bytes : pipeline_stages<Config> {
     __device__ void producer_expect_bytes(const state &st, unsigned bytes) const
     {
         mbarrier::arrive_expect_tx(this->full(st.index), bytes);
+#ifdef CUASYNC_TRACE
+        this->traced(trace::issue, this->full(st.index), st, 1u);   // the copies follow at once
+#endif
 #ifdef CUASYNC_WATCHDOG
         pipeline<Config>::progress()[Config::progress_armed] = st.iteration + 1u;
 #endif
@@ -166,6 +177,9 @@ public:
     // initialized before a copy or a peer signals it.
     __device__ void init() const
     {
+#ifdef CUASYNC_TRACE
+        trace::begin_block();
+#endif
         if (threadIdx.x == 0) {
             for (int s = 0; s < Config::stages; ++s) {
                 mbarrier::init(this->full(s), Config::full_count);
@@ -247,6 +261,9 @@ public:
     template <class Arrive>
     __device__ void consumer_release(const state &st, Arrive arrive) const
     {
+#ifdef CUASYNC_TRACE
+        this->traced(trace::release, this->empty(st.index), st, 2u);
+#endif
         unsigned k = 0;   // which peer this thread arrives on
         if (Config::release == 1) {
             __syncwarp();

@@ -140,6 +140,9 @@ struct pipeline_cp_async_mbarrier : pipeline_cp_async_copies<Config> {
     // landed (cp.async.mbarrier.arrive.noinc; full expects one per producer thread).
     __device__ void producer_commit(const state &st)
     {
+#ifdef CUASYNC_TRACE
+        this->traced(trace::issue, this->full(st.index), st, 1u);
+#endif
 #ifdef CUASYNC_WATCHDOG
         this->count_commit(st);
 #endif
@@ -166,6 +169,9 @@ struct pipeline_cp_async_group : pipeline_cp_async_copies<Config> {
     // Producer threads: the stage's copies are issued; close this thread's group for the stage.
     __device__ void producer_commit(const state &st)
     {
+#ifdef CUASYNC_TRACE
+        this->traced(trace::issue, this->full(st.index), st, 1u);
+#endif
         cp_async::commit_group();
         committed = st.iteration + 1u;
     }

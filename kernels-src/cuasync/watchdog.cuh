@@ -12,6 +12,8 @@
 // bounded.
 #pragma once
 
+#include <cuasync/trace.cuh>   // the timeline's records around each sited wait (CUASYNC_TRACE)
+
 namespace cuasync {
 namespace watchdog {
 
@@ -175,10 +177,9 @@ __device__ __noinline__ void give_up(site s, unsigned long long t0, unsigned lon
 namespace cuasync {
 namespace watchdog {
 
-// Spin until done() holds. done() is one non-blocking test (it may suspend briefly, as
-// mbarrier.try_wait does, or sleep, as the sm_80 waits do). `s` says what is waited for.
+// The spin itself (spin_until, below, adds the timeline's records around it).
 template <typename Done>
-__device__ __forceinline__ void spin_until(Done done, const site &s)
+__device__ __forceinline__ void spin_core(Done done, const site &s)
 {
 #if defined(CUASYNC_WATCHDOG)
     if (done()) return;
@@ -199,6 +200,22 @@ __device__ __forceinline__ void spin_until(Done done, const site &s)
 #else
     (void)s;
     while (!done()) {}
+#endif
+}
+
+// Spin until done() holds. done() is one non-blocking test (it may suspend briefly, as
+// mbarrier.try_wait does, or sleep, as the sm_80 waits do). `s` says what is waited for; with
+// CUASYNC_TRACE a sited wait (a barrier's, or a pipeline role's) is recorded, begin and end.
+template <typename Done>
+__device__ __forceinline__ void spin_until(Done done, const site &s)
+{
+#ifdef CUASYNC_TRACE
+    const bool sited = s.bar != 0u || s.role != 0u;
+    if (sited) trace::event_at(trace::wait_begin, s.bar, s.base, s.parity, s.role, s.iteration);
+    spin_core(done, s);
+    if (sited) trace::event_at(trace::wait_end, s.bar, s.base, s.parity, s.role, s.iteration);
+#else
+    spin_core(done, s);
 #endif
 }
 

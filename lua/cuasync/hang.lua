@@ -4,9 +4,11 @@
 -- model, and the likely cause. Reads the record's fields only: no memory, no driver.
 local errors = require("cuasync.errors")
 local mbarrier = require("cuasync.model.mbarrier")
+local trace = require("cuasync.trace.read")
 
 local M = {}
 M.ROLES = { [1] = "producer", [2] = "consumer" }
+M.LAST_EVENTS = 4   -- per warp, in the post-mortem of a traced kernel
 
 local Hang = errors.Hang
 
@@ -63,6 +65,8 @@ function M.error_from(r, mod, rc_ok)
     parts[#parts + 1] = "; the CUDA context is lost (watchdog action \"trap\"): start a new process to use the GPU again"
   end
   e.message = table.concat(parts)
+  -- a traced module: what each warp of the hung block did just before (trace/init.lua)
+  e.last_events = trace.recent(mod, e.block, M.LAST_EVENTS)
   return errors.new("hang", e)
 end
 
@@ -149,6 +153,10 @@ function Hang:explain()
       causes[#causes + 1] = ("the producer never armed iteration %d (it armed %d): it left its loop early, or is itself blocked"):format(
         self.iteration, self.armed_stages)
     end
+  end
+  if self.last_events then
+    out[#out + 1] = "the timeline of the hung block, each warp's last events:"
+    for _, l in ipairs(self.last_events) do out[#out + 1] = "  " .. l end
   end
   if #causes == 0 then causes[1] = "no single cause stands out in what was recorded" end
   out[#out + 1] = "likely cause: " .. table.concat(causes, "; and ")

@@ -24,6 +24,8 @@ local signature = require("cuasync.signature")
 local tensormap = require("cuasync.tensormap")
 local swizzle = require("cuasync.model.swizzle")
 local graph = require("cuasync.graph")
+local trace = require("cuasync.trace")
+local timeline = require("cuasync.model.timeline")
 
 
 local M = {
@@ -52,9 +54,10 @@ local M = {
   swizzle = swizzle,
   model = { swizzle = swizzle, launch_rules = rules, ring = ring, clusters = clusters,
             tensormap_rules = tensormap_rules, mbarrier = mbarrier, run = protocol.run,
-            pipeline_plan = pipeline_plan },
+            pipeline_plan = pipeline_plan, timeline = timeline },
   cache = { stats = cache.stats, dir = cache.dir, clear_memory = cache.clear_memory },
   errors = errors,
+  trace = { read = trace.read, raw = trace.raw, last = trace.last },
   is_driver_error = native.is_driver_error,
   synchronize = streams.synchronize,
   reset = device.reset,

@@ -10,6 +10,7 @@ local util = require("cuasync.util")
 local handle = require("cuasync.handle")
 local capture = require("cuasync.capture")
 local watchdog = require("cuasync.watchdog")
+local trace = require("cuasync.trace")
 local cstate = capture.state   -- .active: cuasync.graph's open capture (a launch there is a node)
 require("cuasync.cdef.types")
 require("cuasync.cdef.module")
@@ -17,8 +18,7 @@ require("cuasync.cdef.launch")
 
 local C, errbuf, ERRLEN = native.C, native.errbuf, native.ERRLEN
 
-local M = {}
-local Kernel = {}
+local M, Kernel = {}, {}
 Kernel.__index = Kernel
 
 local MAX_PARAMS = 512
@@ -193,13 +193,18 @@ function Kernel:prepare(cfg, ...)
   local fn, name, launch_c = self.fn, self.name, C.cuasync_launch
   local keep = { self, lc, slots, params, conf }   -- everything the driver reads stays alive
   local gen, watch, me = self.generation, self.module.watch, self
+  -- a traced module (trace/init.lua): its buffer reset before, and the launch noted after
+  local before, after
+  if self.module.trace then before, after = trace.prepare(self, c) end
   local function go()
     if nstate.generation ~= gen then stale(me) end
+    if before then before(lc.hStream) end
     -- inside cuasync.graph's function the launch becomes a node (only on the capturing stream)
     if cstate.active then capture.kernel(name, lc.hStream, keep, watch)
     elseif watch and (watch.last ~= name or watch.where) then watchdog.launched(watch, name) end
     local rc = launch_c(fn, lc, params, name, errbuf, ERRLEN)
     if rc ~= 0 then native.check(rc) end
+    if after then after(lc.hStream) end
     return keep
   end
   local sig = self.sig
@@ -285,9 +290,11 @@ function Kernel:max_cluster_size(cfg)
   local conf = launch.new(self, cfg)
   local n = with_needs(self, conf.needs, function() return conf:max_cluster_size() end)
   -- without non_portable, 8 is the most a launch may ask
-  if not cfg.non_portable and n > rules.PORTABLE_CLUSTER then n = rules.PORTABLE_CLUSTER end
-  return n
+  return (not cfg.non_portable and n > rules.PORTABLE_CLUSTER) and rules.PORTABLE_CLUSTER or n
 end
+
+-- k:trace() -> the timeline of this module's last traced launch (trace/init.lua), after a synchronize.
+function Kernel:trace() return trace.read(self) end
 
 M.Kernel = Kernel
 return M

@@ -8,6 +8,7 @@ local buffer = require("cuasync.buffer")
 local signature = require("cuasync.signature")
 local kernel = require("cuasync.kernel")
 local watchdog = require("cuasync.watchdog")
+local trace = require("cuasync.trace")
 local compiler = require("cuasync.compiler")
 require("cuasync.cdef.module")
 
@@ -50,6 +51,7 @@ function Module:load()
   self.handle = handle_t(h[0], 1)
   self.device = dev
   if self.program.watchdog then watchdog.attach(self) end
+  if self.program.trace then trace.attach(self) end
   return self
 end
 

@@ -7,6 +7,7 @@ local util = require("cuasync.util")
 local toolkit = require("cuasync.toolkit")
 local compiler = require("cuasync.compiler")
 local watchdog = require("cuasync.watchdog")
+local trace = require("cuasync.trace")
 local module = require("cuasync.module")
 
 local M = {}
@@ -17,7 +18,7 @@ M.kernels_dir = toolkit.kernels_dir
 M.device_headers = toolkit.device_headers
 
 local FIELDS = { source = true, file = true, name = true, defines = true, options = true,
-                 headers = true, expressions = true, arch = true, watchdog = true, pch = true }
+                 headers = true, expressions = true, arch = true, watchdog = true, pch = true, trace = true }
 
 local function fail(msg) util.fail("program", msg) end
 
@@ -112,6 +113,15 @@ local function new(spec, hooks)
   if p.watchdog then
     for k, v in pairs(watchdog.defines(p.watchdog)) do
       if p.defines[k] then fail(("defines.%s is set by the watchdog (use watchdog = { ... })"):format(k)) end
+      p.defines[k] = define_value(k, v)
+      dnames[#dnames + 1] = k
+    end
+  end
+  -- the timeline (trace/init.lua): its defines compile trace.cuh's records
+  p.trace = trace.options(spec.trace)
+  if p.trace then
+    for k, v in pairs(trace.defines(p.trace)) do
+      if p.defines[k] then fail(("defines.%s is set by the trace (use trace = { ... })"):format(k)) end
       p.defines[k] = define_value(k, v)
       dnames[#dnames + 1] = k
     end

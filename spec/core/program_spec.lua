@@ -12,7 +12,7 @@ describe("cuasync.program", function()
       { { source = "x", file = "y" }, "cuasync.program: give source or file, not both" },
       { { source = 42 }, "cuasync.program: source must be a string (got number)" },
       { { file = "no/such/file.cu" }, 'cuasync.program: file "no/such/file.cu" not found (looked in the current directory and ' .. cuasync.kernels_dir() .. ")" },
-      { { source = "x", sources = "y" }, "cuasync.program: unknown field 'sources' (fields: arch, defines, expressions, file, headers, name, options, pch, source, watchdog)" },
+      { { source = "x", sources = "y" }, "cuasync.program: unknown field 'sources' (fields: arch, defines, expressions, file, headers, name, options, pch, source, trace, watchdog)" },
       { { source = "x", defines = { ["1X"] = 1 } }, 'cuasync.program: defines key "1X" is not a C identifier' },
       { { source = "x", defines = { X = {} } }, "cuasync.program: defines.X must be a number, string or boolean (got table)" },
       { { source = "x", defines = { X = 0 / 0 } }, "cuasync.program: defines.X is not finite" },

@@ -9,7 +9,7 @@ local H = require("helper")
 local VARS = { Program = "prog", Module = "mod", Kernel = "k", Config = "cfg", Device = "dev", Buffer = "buf",
                HostBuffer = "hbuf", Stream = "s", Event = "ev", Graph = "G", TensorMap = "tm", Layout = "L",
                Pipeline = "P", Barrier = "mb", Arrival = "arrival", Token = "token", Role = "t", Result = "r",
-               Sweep = "S", K = "K", Pattern = "p", Bulk = "bulk", Hang = "err" }
+               Sweep = "S", K = "K", Pattern = "p", Bulk = "bulk", Hang = "err", Trace = "T" }
 -- Classes that are not reachable by a user (the sweep's internals).
 local INTERNAL = { ["lua/cuasync/tools/sweep/space.lua"] = true, ["lua/cuasync/tools/sweep/rng.lua"] = true,
                    ["lua/cuasync/tools/sweep/runners/init.lua"] = true, ["lua/cuasync/tools/sweep/memo.lua"] = true,
@@ -154,7 +154,7 @@ end)
 describe("LuaCATS annotations (lua/cuasync/types/)", function()
   -- the public classes whose every method and field a language server completes
   local CLASSES = { "Pipeline", "Sweep", "Program", "Module", "Kernel", "Config", "Buffer", "HostBuffer", "Device",
-                    "Stream", "Event", "Graph", "TensorMap", "Hang" }
+                    "Stream", "Event", "Graph", "TensorMap", "Hang", "Trace" }
 
   it("annotate every method of the public classes, and only methods that exist", function()
     local meta = ""

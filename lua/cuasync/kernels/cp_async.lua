@@ -9,7 +9,8 @@
 --          vector = 16, completion = "mbarrier" | "group", producer = "all" | { warps = n } |
 --          { threads = n }, consumer_warps = 8 (unified) or 4, row = 256 (gather), watchdog,
 --          release = "thread" | "warp" (the plan's; default warp), align = 128 | 16 (the
---          yardsticks' ring start: 16 keeps the layout as declared; a plan derives its own) }
+--          yardsticks' ring start: 16 keeps the layout as declared; a plan derives its own),
+--          trace (the program's: a timeline of the launch, read with build(...).kernel:trace()) }
 local pipeline = require("cuasync.pipeline")
 local program = require("cuasync.program")
 local device = require("cuasync.device")
@@ -22,7 +23,7 @@ pcall(ffi.cdef, "int memcmp(const void *a, const void *b, size_t n);")
 local M = {}
 local FIELDS = { impl = true, work = true, stages = true, tile = true, vector = true, completion = true, producer = true,
                  consumer_warps = true, row = true, watchdog = true, planted = true, zero_fill = true,
-                 release = true, align = true }
+                 release = true, align = true, trace = true }
 M.THREADS = 256   -- the yardsticks' block, and a unified plan's
 
 local function fail(msg) util.fail("cp_async", msg) end
@@ -34,7 +35,7 @@ local function options(opts)
   local o = { impl = opts.impl or "plan", work = opts.work or "copy", stages = opts.stages or 4, tile = opts.tile or 16384,
               vector = opts.vector or 16, completion = opts.completion, producer = opts.producer or "all",
               row = opts.row or 256, watchdog = opts.watchdog, planted = opts.planted, zero_fill = opts.zero_fill,
-              release = opts.release, align = opts.align }
+              release = opts.release, align = opts.align, trace = opts.trace }
   if o.impl ~= "plan" and o.impl ~= "ring" and o.impl ~= "cxx" then
     fail(('opts.impl must be "plan", "ring" or "cxx" (got %s)'):format(util.describe(o.impl)))
   end
@@ -73,7 +74,7 @@ end
 function M.program(opts)
   local o = options(opts)
   if o.impl == "plan" then
-    return M.plan(opts):program{ file = "cp_async_copy.cu", watchdog = o.watchdog,
+    return M.plan(opts):program{ file = "cp_async_copy.cu", watchdog = o.watchdog, trace = o.trace,
                                  defines = o.planted and { PLANTED = o.planted } or nil }
   end
   if type(o.tile) ~= "number" or o.tile <= 0 or o.tile % (o.vector * M.THREADS) ~= 0 then
@@ -81,7 +82,8 @@ function M.program(opts)
       util.describe(o.tile), o.vector, M.THREADS, o.vector * M.THREADS))
   end
   return program.new{ file = o.impl == "ring" and "cp_async_ring.cu" or "cp_async_cxx.cu",
-                      defines = { STAGES = o.stages, TILE = o.tile, ALIGN = o.align, VEC = o.vector }, watchdog = o.watchdog }
+                      defines = { STAGES = o.stages, TILE = o.tile, ALIGN = o.align, VEC = o.vector }, watchdog = o.watchdog,
+                      trace = o.trace }
 end
 
 -- build(opts, { dst, src, bytes, idx = row indices (gather), expect = host buffer of the result,
@@ -134,7 +136,7 @@ function M.build(opts, b)
     return false, ("cp_async %s: the %d bytes differ from the expected ones (memcmp)"):format(o.work, n)
   end
   return { run = run, verify = verify, poison = function() b.dst:fill(0xA5) end, bytes = 2 * bytes, grid = grid,
-           per_sm = per_sm }
+           per_sm = per_sm, kernel = k }
 end
 
 return M

@@ -43,6 +43,7 @@ local function map(buf, rows, k, box_rows)
 end
 
 M.CHUNK_COLS = 32   -- the TMA epilogue's 64 x 32 f32 chunks (kernels-src/gemm_tma.cu)
+M.TRACE_NAMES = { [1] = "epilogue" }   -- gemm_tma.cu's trace ranges: trace = { names = gemm.TRACE_NAMES }
 -- The consumers' release form unless a plan names one: one arrival per consumer warpgroup per
 -- block (valid here: a warpgroup is done with a stage when its wgmma.wait_group returns). On the
 -- H200 it and "warp" measured within each other's noise (examples/gemm_ablation.lua); the best
@@ -184,7 +185,7 @@ function M.build(opts, b)
   q.a, q.b = b.a, b.b
   local P = plan_of(q)
   local m, n, k = q.m, q.n, q.k
-  local kern = M.kernel(P, q.watchdog ~= nil and { watchdog = q.watchdog } or nil)
+  local kern = M.kernel(P, { watchdog = q.watchdog, trace = q.trace })
   local cfg = M.launch_config(P, device.current(), m, n, kern)
   cfg.stream = b.stream
   local run = kern:prepare(cfg, P.loads[1].map, P.loads[2].map, M.c_map(P, b.c),

@@ -30,7 +30,7 @@ function cuasync.host_alloc(bytes) end
 function cuasync.stream(opts) end
 ---@return cuasync.Event
 function cuasync.event() end
----@param spec { source: string?, file: string?, name: string?, defines: table?, options: string[]?, headers: table<string,string>?, arch: string?, watchdog: (boolean|{ timeout_ms: number, action: "exit"|"trap" })? }
+---@param spec { source: string?, file: string?, name: string?, defines: table?, options: string[]?, headers: table<string,string>?, arch: string?, watchdog: (boolean|{ timeout_ms: number, action: "exit"|"trap" })?, trace: (boolean|{ blocks: ("all"|integer|integer[])?, events: integer?, names: table<integer,string>? })? }
 ---@return cuasync.Program
 function cuasync.program(spec) end
 ---@param spec table the fields of docs/reference.md "Pipeline plans"

@@ -88,6 +88,29 @@ function Kernel:max_cluster_size(cfg) end
 function Kernel:attributes() end
 function Kernel:read_attributes() end
 function Kernel:check_signature() end
+---@return cuasync.Trace the timeline of the module's last traced launch (after a synchronize)
+function Kernel:trace() end
+
+-- A kernel's timeline (trace/init.lua, model/timeline.lua's build): docs/timeline.md.
+---@class cuasync.Trace
+---@field kernel string
+---@field duration number ns
+---@field lost integer events lost to full rings
+---@field spans table[]
+---@field instants table[]
+---@field flows table[]
+local Trace = {}
+---@return table the stall table
+function Trace:summary() end
+---@return string
+function Trace:text() end
+---@param path string
+---@return string path
+function Trace:perfetto(path) end
+---@param path string
+---@param opts? { width: integer? }
+---@return string path
+function Trace:svg(path, opts) end
 
 ---@class cuasync.TensorMap
 ---@field dtype string

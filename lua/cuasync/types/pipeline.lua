@@ -56,6 +56,7 @@ function Pipeline:mutate(fault) end
 ---@field iteration integer
 ---@field waited_ms number
 ---@field context_ok boolean
+---@field last_events string[]? a traced kernel's: each warp of the hung block, its last events
 local Hang = {}
 ---@return string
 function Hang:explain() end
@@ -101,7 +102,7 @@ function Hang:explain() end
 ---@field notes string[]?
 ---@field result cuasync.SweepResult? the last run's record
 local Sweep = {}
----@param opts? { jobs: integer?, gpus: ("all"|integer[])?, force: boolean?, shard: string?, quiet: boolean?, strategy: string?, budget: table?, seed: integer?, replay: boolean?, slurm: table? }
+---@param opts? { jobs: integer?, gpus: ("all"|integer[])?, force: boolean?, shard: string?, quiet: boolean?, strategy: string?, budget: table?, seed: integer?, replay: boolean?, slurm: table?, trace: ("best"|"all")? }
 ---@return cuasync.Sweep
 function Sweep:run(opts) end
 function Sweep:print() end

@@ -58,7 +58,10 @@ function M.default_jobs() return math.max(1, math.min(isolate.cores(), 16)) end
 function M.run(where, S, o)
   util.kind(where, "argument", o, "table")
   util.known_fields(where, o, { jobs = true, gpus = true, force = true, shard = true, quiet = true, strategy = true,
-                                budget = true, seed = true, replay = true, slurm = true })
+                                budget = true, seed = true, replay = true, slurm = true, trace = true })
+  if o.trace ~= nil and o.trace ~= "best" and o.trace ~= "all" then
+    util.fail(where, ('trace must be "best" (the winner\'s timeline) or "all" (every measured variant\'s) (got %s)'):format(util.describe(o.trace)))
+  end
   M.search(where, o)
   for _, f in ipairs({ "force", "quiet", "replay" }) do
     if o[f] ~= nil and type(o[f]) ~= "boolean" then util.fail(where, ("%s must be true or false (got %s)"):format(f, util.describe(o[f]))) end
@@ -68,7 +71,7 @@ function M.run(where, S, o)
   return { jobs = util.int_in(where, "jobs", o.jobs or M.default_jobs(), 1, 256), shard = parse_shard(where, o.shard),
            strategy = strategy, replay = o.replay == true or strategy == "replay",
            budget = o.budget or d.budget, seed = o.seed or d.seed or 1, force = o.force == true, quiet = o.quiet,
-           gpus = o.gpus, slurm = o.slurm }
+           gpus = o.gpus, slurm = o.slurm, trace = o.trace }
 end
 
 return M

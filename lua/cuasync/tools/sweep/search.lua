@@ -108,6 +108,7 @@ local function run(S, R, o, compiler)
                                    memo = m, compiler = compiler, step = compiler.step })
   local measured_now = search(S, R, o, runs, by, candidates, t0)
   if can and not o.replay and #measured_now > 1 and not stopped_twice() then runs:remeasure(rows) end
+  if o.trace and can and not S.host and not o.replay and not stopped_twice() then runs:trace(rows, o.trace) end
   if can and not o.replay then
     local note = m:keep(rows, measured_now)
     if note then   -- what became of a store that could not be used replaces the problem

@@ -9,6 +9,8 @@
 local row = require("cuasync.tools.sweep.row")
 local measure = require("cuasync.tools.sweep.measure")
 local memo_mod = require("cuasync.tools.sweep.memo")
+local trace = require("cuasync.trace")
+local trace_buffer = require("cuasync.trace.buffer")
 
 local M = { REMEASURE = 3,
             process = require("cuasync.tools.sweep.runners.process"),
@@ -57,6 +59,32 @@ end
 -- of later batches).
 function Runs:seen(r)
   if row.ok(r) and r.cost and not r.slow and (not self.best_cost or r.cost < self.best_cost) then self.best_cost = r.cost end
+end
+
+-- A measured row's timeline: the variant built again with every program traced (trace.force),
+-- run once, poisoned and verified, outside any timed round; its summary goes into the row
+-- (stall_full, stall_empty, diagnosis). Returns true, or false and why (the row stays measured).
+local function traced(S, r)
+  local copy = row.new(r.index, r.params)
+  trace_buffer.last_launch = nil   -- the build's own launch, or none
+  local v, why = trace.force(true, function() return measure.try(S, copy) end)
+  if not v then return false, why or copy.reason end
+  local T = trace.last()
+  if not T then return false, "its build launched no kernel built from a cuasync.program" end
+  local s = T:summary()
+  r.stall_full, r.stall_empty, r.diagnosis = s.consumer_full, s.producer_empty, s.diagnosis
+  return true
+end
+
+-- The timelines the run asked for (S:run{ trace = "best" | "all" }), after every timed round.
+function Runs:trace(rows, mode)
+  local list = mode == "all" and rows or { row.best(rows) }
+  for _, r in ipairs(list) do
+    if r and row.ok(r) and not r.cached then
+      local ok, why = traced(self.S, r)
+      if not ok then measure.note(self.S, ("no timeline for #%d: %s"):format(r.index, tostring(why))) end
+    end
+  end
 end
 
 -- The winner measured again alone; then the next, should it fall behind (at most REMEASURE).

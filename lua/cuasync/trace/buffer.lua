@@ -1,0 +1,83 @@
+-- The trace buffer of a traced module: made for each launch configuration (grown when a larger
+-- one comes), its header and counts reset before each launch, an event recorded after it to
+-- tell when it is done (trace/read.lua refuses a read before then).
+local ffi = require("ffi")
+local native = require("cuasync.native")
+local util = require("cuasync.util")
+local capture = require("cuasync.capture")
+local layout = require("cuasync.trace.layout")
+require("cuasync.cdef.memory")
+require("cuasync.cdef.event")
+
+local C, errbuf, ERRLEN = native.C, native.errbuf, native.ERRLEN
+local HEADER, SLOT = layout.HEADER, layout.SLOT
+
+local M = {}
+
+-- A freshly loaded module of a traced program: where its buffer pointer lives.
+function M.attach(mod)
+  local v = mod:global("cuasync_trace_buf")
+  mod.trace = { global = v.ptr, options = mod.program.trace, generation = native.state.generation }
+  v:close()
+end
+
+-- The traced blocks of a grid, and the slots (warps of them) a launch needs.
+local function slots_of(o, c)
+  local blocks = c.grid[1] * c.grid[2] * c.grid[3]
+  local traced = type(o.blocks) == "table" and #o.blocks or math.ceil(blocks / o.blocks)
+  return traced * math.ceil(c.block[1] * c.block[2] * c.block[3] / 32)
+end
+
+local function free_later(t)
+  local dev, host, ev, gen = t.dev, t.host, t.event, t.generation
+  return function()
+    if gen ~= native.state.generation then return end
+    local function free()
+      if dev then C.cuasync_mem_free(dev, errbuf, ERRLEN) end
+      if host then C.cuasync_mem_free_host(host, errbuf, ERRLEN) end
+      if ev then C.cuasync_event_destroy(ev, errbuf, ERRLEN) end
+    end
+    if not capture.defer(free) then free() end
+  end
+end
+
+-- Kernel:prepare's hook for a traced module: the buffer made big enough for this configuration;
+-- returns the function go() calls before each launch (reset the header and the counts) and after
+-- it (remember what ran, and an event to tell when it is done).
+function M.prepare(k, c)
+  local t = k.module.trace
+  local o = t.options
+  local slots = slots_of(o, c)
+  local bytes = layout.bytes(slots, o.events)
+  if not t.dev or t.bytes < bytes then
+    if t.guard then t.guard = nil; collectgarbage() end
+    local d, h, ev = ffi.new("CUdeviceptr[1]"), ffi.new("void *[1]"), ffi.new("CUevent[1]")
+    native.check(C.cuasync_mem_alloc(d, bytes, errbuf, ERRLEN))
+    t.dev, t.bytes = d[0], bytes
+    native.check(C.cuasync_mem_alloc_host(h, HEADER, errbuf, ERRLEN))
+    t.host = h[0]
+    native.check(C.cuasync_event_create(ev, errbuf, ERRLEN))
+    t.event = ev[0]
+    t.guard = ffi.gc(ffi.new("char[1]"), free_later(t))
+    native.check(C.cuasync_mem_htod(t.global, ffi.new("uint64_t[1]", t.dev), 8, errbuf, ERRLEN))
+  end
+  local header = ffi.new("cuasync_trace_header")
+  header.magic, header.slots, header.cap = layout.MAGIC, slots, o.events
+  local name = k.name
+  local mod = k.module
+  return function(stream)
+    if capture.state.active then
+      util.fail("launch", ("kernel '%s' is traced: a graph cannot hold it (its trace buffer is reset before every launch); build the graph from a program without trace"):format(name))
+    end
+    ffi.copy(t.host, header, HEADER)
+    native.check(C.cuasync_mem_htod_async(t.dev, t.host, HEADER, stream, errbuf, ERRLEN))
+    native.check(C.cuasync_mem_set8_async(t.dev + HEADER, 0, SLOT * slots, stream, errbuf, ERRLEN))
+  end, function(stream)
+    t.kernel, t.slots, t.config = name, slots, { grid = c.grid, block = c.block }
+    -- what M.last reads (the sweep's traced run); weak: it keeps no module alive
+    M.last_launch = setmetatable({ module = mod, name = name }, { __mode = "v" })
+    native.check(C.cuasync_event_record(t.event, stream, errbuf, ERRLEN))
+  end
+end
+
+return M
