@@ -3,7 +3,7 @@
 --          bytes in flight per SM) untraced, traced 1 block in 8 (the default) and traced in every
 --          block, timed in the same interleaved rounds beside cuMemcpyDtoD; then its summary
 --   gemm:  the GEMM (128x256 tiles, cluster 1, raster 1, 4 stages) the same three ways beside cuBLAS
---   knee:  the GEMM at 2, 3, 4 and 5 stages, traced: how long consumers wait on full, the producer
+--   knee:  the GEMM (128x128 tiles) at 2 to 6 stages, traced: how long consumers wait on full, the producer
 --          on empty, a stage from issue to landed, and the epilogue (docs/timeline.md reads it)
 -- Every variant is verified before it is timed.
 --   luajit examples/bench_trace.lua [--parts copy,gemm,knee] [--m 8192] [--out DIR (the traces' JSON and SVG)]
@@ -18,14 +18,16 @@ local gemm_data = require("example.gemm")
 local o = cli.script{ options = {
   { "--parts LIST", "copy, gemm, knee", default = { "copy", "gemm", "knee" } },
   { "--m N", "the GEMM's m = n = k", default = 8192 },
-  { "--stages LIST", "the knee's stage counts", default = { 2, 3, 4, 5 } },
+  { "--stages LIST", "the knee's stage counts", default = { 2, 3, 4, 5, 6 } },
+  { "--tile MxN", "the knee's GEMM tile", default = "128x128" },
   { "--rounds N", "interleaved rounds", default = 7 }, { "--reps N", "launches timed per round", default = 10 },
   { "--out DIR", "write each traced run's Perfetto JSON and SVG there" },
 } }
 if not cuasync.available() then print("bench_trace: no GPU (" .. select(2, cuasync.available()) .. "): nothing to measure") return end
 local parts = {}
 for _, p in ipairs(o.parts) do parts[p] = true end
-local TRACES = { { "off", false }, { "1 in 8", true }, { "all blocks", { blocks = "all" } } }
+-- "none": compiled with trace but no block traced (what the checks alone cost every block)
+local TRACES = { { "off", false }, { "none", { blocks = { 2 ^ 31 - 1 } } }, { "1 in 8", true }, { "all blocks", { blocks = "all" } } }
 
 -- Time variants beside a baseline; print each one's ms and its ratio to the untraced one.
 local function table_of(title, base, variants)
@@ -62,16 +64,16 @@ if parts.copy then
     variants[i], kernels[i] = { label = t[1], run = run }, k
   end
   table_of("make run's best variant, 1 GiB copy", c.base, variants)
-  c.check("pipeline_tma traced", variants[2].run)
-  local T = kernels[2]:trace()
+  c.check("pipeline_tma traced", variants[3].run)
+  local T = kernels[3]:trace()
   print(T:text())
   keep(T, "pipeline_tma")
 end
 
 local d
 if parts.gemm or parts.knee then d = gemm_data(o.m, o.m, o.m) end
-local function gemm_build(stages, trace)
-  local b = gemm.build({ stages = stages, tile = "128x256", cluster = 1, raster = 1, m = o.m, n = o.m, k = o.m,
+local function gemm_build(stages, trace, tile)
+  local b = gemm.build({ stages = stages, tile = tile or "128x256", cluster = 1, raster = 1, m = o.m, n = o.m, k = o.m,
                          trace = trace and (trace == true and { names = gemm.TRACE_NAMES } or trace) or nil },
                        { a = d.a, b = d.b, c = d.c, ref = d.r })
   b.poison(); b.run(); cuasync.synchronize()
@@ -83,7 +85,7 @@ if parts.gemm then
   local variants = {}
   for i, t in ipairs(TRACES) do
     local tr = t[2]
-    if type(tr) == "table" then tr = { blocks = "all", names = gemm.TRACE_NAMES } end
+    if type(tr) == "table" then tr = { blocks = tr.blocks, names = gemm.TRACE_NAMES } end
     variants[i] = { label = t[1], run = gemm_build(4, tr).run }
   end
   table_of(("GEMM %d^3, 128x256, cluster 1, 4 stages"):format(o.m),
@@ -91,10 +93,10 @@ if parts.gemm then
 end
 
 if parts.knee then
-  print(("GEMM %d^3, 128x256, cluster 1: the timeline at each stage count (1 block in 8)"):format(o.m))
+  print(("GEMM %d^3, %s, cluster 1: the timeline at each stage count (1 block in 8)"):format(o.m, o.tile))
   print("  stages  consumers wait on full  producer waits on empty  issue->landed (median)  epilogue  diagnosis")
   for _, s in ipairs(o.stages) do
-    local b = gemm_build(s, true)
+    local b = gemm_build(s, true, o.tile)
     local T = b.kernel:trace()
     local sum = T:summary()
     local lat = {}

@@ -1,16 +1,25 @@
-// cuasync/trace.cuh — the timeline: every sited wait (begin and end), copy issue, arm and release
-// of a pipeline, and the user's marks, recorded per warp into rings in device memory, with
-// %globaltimer. With CUASYNC_TRACE (cuasync.program{ trace = ... } defines it, with
-// CUASYNC_TRACE_EVENTS, the ring's size, and CUASYNC_TRACE_STRIDE or CUASYNC_TRACE_LIST, the
-// blocks traced); without it every function here is empty and a kernel's PTX is what it was.
-// The host (lua/cuasync/trace/init.lua) sets cuasync_trace_buf before each launch and reads it
-// back after a synchronize.
-//   buffer: header (32 bytes) | slot headers (16 bytes each) | events (16 bytes each, cap per slot)
-//   a slot is one warp of one traced block; its ring keeps the newest cap events (count says
-//   how many were written: count - cap were lost, never a hang or a torn record).
-// An event: t (%globaltimer, ns), a = where (bits 0-17: the barrier's shared address, or its
-// offset in the pipeline's ring when bit 18 is set; bit 19: parity; bits 24-27: kind; bits
-// 28-29: role), b = the iteration, or a mark's id, or the SM.
+// cuasync/trace.cuh — the timeline: every sited wait (its start and how long it waited), a
+// pipeline's copy issue and release, the block's start, and the user's marks and ranges,
+// recorded per warp into rings in device memory, with %globaltimer. With CUASYNC_TRACE
+// (cuasync.program{ trace = ... } defines it, with CUASYNC_TRACE_EVENTS, the ring's size, and
+// CUASYNC_TRACE_STRIDE or CUASYNC_TRACE_LIST, the blocks traced); without it every function here
+// is empty and a kernel's PTX is what it was. The host (lua/cuasync/trace/) sets
+// cuasync_trace_buf before each launch and reads it back after a synchronize.
+//   buffer: header (32 bytes) | slot headers (16 bytes each) | events (32 bytes each)
+//   a slot is one warp of one traced block, with three rings of cap events: 0 the warp's own
+//   (plain waits, marks, ranges: placed by a counter), 1 its producer's and 2 its consumer's
+//   pipeline events, placed by the iteration (event 2 it is the wait, 2 it + 1 the issue or the
+//   release): no atomic on a pipeline's path, which is what keeps a traced block nearly as fast
+//   as the others (a per-event atomicAdd made a 1 GiB copy 2.4x slower). Each event carries the
+//   launch's epoch, so a ring needs no clearing: an event of another launch is not read.
+// Time: a pipeline's events are stamped with %clock64 (the SM's cycles: cheap), ring 0's with
+// %globaltimer (ns, the same on every SM) and %clock64 both; every 16th iteration a role adds a
+// sync to ring 0, and the host maps a slot's cycles to ns between its pairs (a %globaltimer read
+// on every event made the traced GEMM 1.5x slower).
+// An event: t (ns, or cycles where bit 30 of a says so), dur (a wait's length, in t's unit),
+// a = where (bits 0-17: the barrier's shared address, or its offset in the pipeline's ring when
+// bit 18 is set; bit 19: parity; bits 24-27: kind; bits 28-29: role; bit 30: t in cycles),
+// b = the iteration, or a mark's id, or the SM; the epoch; aux = %clock64 at t (ring 0).
 #pragma once
 
 #include <cuasync/arch.cuh>
@@ -19,8 +28,7 @@ namespace cuasync {
 namespace trace {
 
 enum kind : unsigned {
-    wait_begin = 1, wait_end = 2, issue = 3, arm = 4, release = 5, mark_at = 6,
-    range_begin = 7, range_end = 8, block_begin = 9,
+    wait = 1, issue = 3, arm = 4, release = 5, mark_at = 6, range_begin = 7, range_end = 8, block_begin = 9, sync = 10,
 };
 
 #ifdef CUASYNC_TRACE
@@ -28,21 +36,30 @@ enum kind : unsigned {
 #define CUASYNC_TRACE_EVENTS 1024
 #endif
 
-struct header {            // lua/cuasync/trace/init.lua declares the same layout
+struct header {            // lua/cuasync/trace/layout.lua declares the same layout
     unsigned magic;        // 'CUTR'
     unsigned slots;        // slots the host made room for (a slot past them is dropped, counted)
-    unsigned cap;          // events per slot (CUASYNC_TRACE_EVENTS)
+    unsigned cap;          // events per ring (CUASYNC_TRACE_EVENTS)
     unsigned dropped;      // events of slots past `slots`
-    unsigned pad_[4];
+    unsigned epoch;        // this launch's: an event of an earlier launch is not read
+    unsigned pad_[3];
 };
-struct slot { unsigned count, sm, block, rank; };
-struct event { unsigned long long t; unsigned a, b; };
+struct slot { unsigned count, sm, block, rank; };   // count: ring 0's events
+struct event { unsigned long long t; unsigned dur, a, b, epoch; unsigned long long aux; };
 
 // mov.u64 t, %globaltimer;                                            // PTX ISA 3.1, sm_30
 __device__ __forceinline__ unsigned long long clock_ns()
 {
     unsigned long long t;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+// mov.u64 t, %clock64;                                                // PTX ISA 2.0, sm_20
+__device__ __forceinline__ unsigned long long cycles()
+{
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%clock64;" : "=l"(t));
     return t;
 }
 
@@ -75,23 +92,41 @@ namespace cuasync {
 namespace trace {
 
 // mov.u32 r, %laneid;                                                  // PTX ISA 1.3, sm_10
-// mov.u32 r, %cluster_ctarank;                                         // PTX ISA 7.8, sm_90
-// Record one event: by the lowest active lane of the warp (one record a warp, whoever waits).
-__device__ __noinline__ void put(unsigned a, unsigned b)
+// Where this warp's events go, or nullptr: a traced block, the warp's lowest active lane (one
+// record a warp, whoever waits). *sl: its slot header.
+__device__ __forceinline__ event *ring(unsigned r, slot **sl, header **hp)
 {
     unsigned char *buf = cuasync_trace_buf;
     const int ord = ordinal();
-    if (buf == nullptr || ord < 0) return;
+    if (buf == nullptr || ord < 0) return nullptr;
     unsigned lane;
     asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
-    if ((unsigned)(__ffs(__activemask()) - 1) != lane) return;
-    const unsigned long long t = clock_ns();
+    if ((unsigned)(__ffs(__activemask()) - 1) != lane) return nullptr;
     header *h = reinterpret_cast<header *>(buf);
     const unsigned threads = blockDim.x * blockDim.y * blockDim.z;
     const unsigned warp = (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) / 32u;
     const unsigned s = (unsigned)ord * ((threads + 31u) / 32u) + warp;
-    if (s >= h->slots) { atomicAdd(&h->dropped, 1u); return; }
-    slot *sl = reinterpret_cast<slot *>(buf + sizeof(header)) + s;
+    if (s >= h->slots) { atomicAdd(&h->dropped, 1u); return nullptr; }
+    *sl = reinterpret_cast<slot *>(buf + sizeof(header)) + s;
+    *hp = h;
+    return reinterpret_cast<event *>(buf + sizeof(header) + sizeof(slot) * h->slots) +
+           ((unsigned long long)s * 3u + r) * (unsigned)(CUASYNC_TRACE_EVENTS);
+}
+
+__device__ __forceinline__ void store(event *e, unsigned long long t, unsigned dur, unsigned a, unsigned b, unsigned epoch,
+                                      unsigned long long aux)
+{
+    e->t = t; e->dur = dur; e->a = a; e->b = b; e->epoch = epoch; e->aux = aux;
+}
+
+// mov.u32 r, %cluster_ctarank;                                         // PTX ISA 7.8, sm_90
+// Ring 0: the warp's own events, placed by its slot's counter (the first names the block),
+// stamped with both clocks.
+__device__ __forceinline__ void put_at(unsigned long long t, unsigned dur, unsigned a, unsigned b)
+{
+    slot *sl; header *h;
+    event *e = ring(0u, &sl, &h);
+    if (e == nullptr) return;
     const unsigned i = atomicAdd(&sl->count, 1u);
     if (i == 0u) {
         unsigned rank = 0;
@@ -102,12 +137,10 @@ __device__ __noinline__ void put(unsigned a, unsigned b)
         sl->block = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
         sl->rank = rank;
     }
-    event *e = reinterpret_cast<event *>(buf + sizeof(header) + sizeof(slot) * h->slots) +
-               (unsigned long long)s * (unsigned)(CUASYNC_TRACE_EVENTS) + i % (unsigned)(CUASYNC_TRACE_EVENTS);
-    e->t = t;
-    e->a = a;
-    e->b = b;
+    const unsigned long long c = cycles();
+    store(e + i % (unsigned)(CUASYNC_TRACE_EVENTS), t != 0ull ? t : clock_ns(), dur, a, b, h->epoch, c);
 }
+__device__ __forceinline__ void put(unsigned dur, unsigned a, unsigned b) { put_at(0ull, dur, a, b); }
 
 // Where an event is: the barrier (its offset in the pipeline's ring when base is known), the
 // parity waited for, the event's kind and the role.
@@ -117,18 +150,57 @@ __device__ __forceinline__ unsigned where(unsigned k, unsigned bar, unsigned bas
     return addr | ((parity & 1u) << 19) | ((k & 15u) << 24) | ((role & 3u) << 28);
 }
 
+// A pipeline role's event (role 1 producer, 2 consumer; a pipeline's base known): at 2 it + k of
+// the role's ring (k = 0 the wait, 1 the issue or release), t and dur in cycles, and every 16th
+// iteration's wait a sync in ring 0; a plain barrier's (no role) in ring 0, dur in cycles too.
+__device__ __forceinline__ void at(unsigned k, unsigned bar, unsigned base, unsigned parity, unsigned role,
+                                   unsigned it, unsigned long long t, unsigned dur)
+{
+    const unsigned a = where(k, bar, base, parity, role) | (1u << 30);
+    if (role == 0u || base == 0u) { put(dur, a, it); return; }
+    slot *sl; header *h;
+    event *e = ring(role, &sl, &h);
+    if (e == nullptr) return;
+    const bool w = k == (unsigned)wait;
+    store(e + (2u * it + (w ? 0u : 1u)) % (unsigned)(CUASYNC_TRACE_EVENTS), t, dur, a, it, h->epoch, 0ull);
+    if (w && (it & 15u) == 0u) put(0u, where(sync, 0u, 0u, 0u, role), it);
+}
+
+// An instant of a pipeline (issue, release) or of a barrier.
 __device__ __forceinline__ void event_at(unsigned k, unsigned bar, unsigned base, unsigned parity, unsigned role,
                                          unsigned b)
 {
-    put(where(k, bar, base, parity, role), b);
+    at(k, bar, base, parity, role, b, cycles(), 0u);
+}
+
+// Whether this thread records (for spin_until: the clock is read only where it does).
+__device__ __forceinline__ bool recording()
+{
+    return cuasync_trace_buf != nullptr && ordinal() >= 0;
+}
+
+// A wait that began at t0 (cycles()) and has just ended.
+__device__ __forceinline__ void waited(unsigned bar, unsigned base, unsigned parity, unsigned role, unsigned it,
+                                       unsigned long long t0)
+{
+    const unsigned long long d = cycles() - t0;
+    at(wait, bar, base, parity, role, it, t0, d > 0xFFFFFFFFull ? 0xFFFFFFFFu : (unsigned)d);
+}
+
+// A wait the watchdog ended (it never saw its phase complete), begun at t0_ns (%globaltimer):
+// in ring 0, its length all ones.
+__device__ __forceinline__ void left(unsigned bar, unsigned base, unsigned parity, unsigned role, unsigned it,
+                                     unsigned long long t0_ns)
+{
+    if ((bar != 0u || role != 0u) && recording()) put_at(t0_ns, 0xFFFFFFFFu, where(wait, bar, base, parity, role), it);
 }
 
 // A user's mark: an instant with an id (names are the host's: trace = { names = {...} }).
-__device__ __forceinline__ void mark(unsigned id) { put(where(mark_at, 0u, 0u, 0u, 0u), id); }
-__device__ __forceinline__ void range_open(unsigned id) { put(where(range_begin, 0u, 0u, 0u, 0u), id); }
-__device__ __forceinline__ void range_close(unsigned id) { put(where(range_end, 0u, 0u, 0u, 0u), id); }
+__device__ __forceinline__ void mark(unsigned id) { put(0u, where(mark_at, 0u, 0u, 0u, 0u), id); }
+__device__ __forceinline__ void range_open(unsigned id) { put(0u, where(range_begin, 0u, 0u, 0u, 0u), id); }
+__device__ __forceinline__ void range_close(unsigned id) { put(0u, where(range_end, 0u, 0u, 0u, 0u), id); }
 // The block's start on its SM (pipeline::init records it).
-__device__ __forceinline__ void begin_block() { put(where(block_begin, 0u, 0u, 0u, 0u), sm_id()); }
+__device__ __forceinline__ void begin_block() { put(0u, where(block_begin, 0u, 0u, 0u, 0u), sm_id()); }
 
 #else // no CUASYNC_TRACE: nothing is recorded, and nothing is compiled
 

@@ -164,6 +164,9 @@ __device__ __noinline__ void give_up(site s, unsigned long long t0, unsigned lon
     }
     atomicExch(&cuasync_watchdog_abort, 1u);
     __threadfence();
+#ifdef CUASYNC_TRACE
+    trace::left(s.bar, s.base, s.parity, s.role, s.iteration, t0);   // the wait that timed out
+#endif
 #ifdef CUASYNC_WATCHDOG_TRAP
     if (writer) __trap();   // only once the post-mortem is out; the others leave quietly
 #endif
@@ -189,7 +192,12 @@ __device__ __forceinline__ void spin_core(Done done, const site &s)
         if ((i & 7u) == 0u) {
             const unsigned long long t = now();
             if (t - t0 > (unsigned long long)(CUASYNC_WATCHDOG_NS)) give_up(s, t0, t - t0);
-            if (aborted()) leave();
+            if (aborted()) {
+#ifdef CUASYNC_TRACE
+                trace::left(s.bar, s.base, s.parity, s.role, s.iteration, t0);   // a wait that never ended
+#endif
+                leave();
+            }
         }
     }
 #elif defined(CUASYNC_WAIT_LIMIT)
@@ -205,15 +213,18 @@ __device__ __forceinline__ void spin_core(Done done, const site &s)
 
 // Spin until done() holds. done() is one non-blocking test (it may suspend briefly, as
 // mbarrier.try_wait does, or sleep, as the sm_80 waits do). `s` says what is waited for; with
-// CUASYNC_TRACE a sited wait (a barrier's, or a pipeline role's) is recorded, begin and end.
+// CUASYNC_TRACE a sited wait (a barrier's, or a pipeline role's) is recorded: its start and length.
 template <typename Done>
 __device__ __forceinline__ void spin_until(Done done, const site &s)
 {
 #ifdef CUASYNC_TRACE
-    const bool sited = s.bar != 0u || s.role != 0u;
-    if (sited) trace::event_at(trace::wait_begin, s.bar, s.base, s.parity, s.role, s.iteration);
+    if ((s.bar != 0u || s.role != 0u) && trace::recording()) {
+        const unsigned long long t0 = trace::cycles();
+        spin_core(done, s);
+        trace::waited(s.bar, s.base, s.parity, s.role, s.iteration, t0);
+        return;
+    }
     spin_core(done, s);
-    if (sited) trace::event_at(trace::wait_end, s.bar, s.base, s.parity, s.role, s.iteration);
 #else
     spin_core(done, s);
 #endif

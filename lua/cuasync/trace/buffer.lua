@@ -12,12 +12,15 @@ require("cuasync.cdef.event")
 local C, errbuf, ERRLEN = native.C, native.errbuf, native.ERRLEN
 local HEADER, SLOT = layout.HEADER, layout.SLOT
 
-local M = {}
+local M = { HEADERS = 256 }   -- pinned headers, one per launch in turn
 
 -- A freshly loaded module of a traced program: where its buffer pointer lives.
 function M.attach(mod)
-  local v = mod:global("cuasync_trace_buf")
-  mod.trace = { global = v.ptr, options = mod.program.trace, generation = native.state.generation }
+  mod.trace = { options = mod.program.trace, generation = native.state.generation }
+  -- trace.cuh comes with every cuasync device header that waits; a source with none has no buffer
+  local ok, v = pcall(mod.global, mod, "cuasync_trace_buf")
+  if not ok then mod.trace.missing = true return end
+  mod.trace.global = v.ptr
   v:close()
 end
 
@@ -44,8 +47,15 @@ end
 -- Kernel:prepare's hook for a traced module: the buffer made big enough for this configuration;
 -- returns the function go() calls before each launch (reset the header and the counts) and after
 -- it (remember what ran, and an event to tell when it is done).
+local epoch = 0   -- each launch's: a ring keeps events of earlier launches, which are not read
+
 function M.prepare(k, c)
   local t = k.module.trace
+  if t.missing then return nil end
+  -- before any allocation: a capture would record it, and a graph could not reset the buffer
+  if capture.state.active then
+    util.fail("launch", ("kernel '%s' is traced: a graph cannot hold it (its trace buffer is reset before every launch); build the graph from a program without trace"):format(k.name))
+  end
   local o = t.options
   local slots = slots_of(o, c)
   local bytes = layout.bytes(slots, o.events)
@@ -54,7 +64,7 @@ function M.prepare(k, c)
     local d, h, ev = ffi.new("CUdeviceptr[1]"), ffi.new("void *[1]"), ffi.new("CUevent[1]")
     native.check(C.cuasync_mem_alloc(d, bytes, errbuf, ERRLEN))
     t.dev, t.bytes = d[0], bytes
-    native.check(C.cuasync_mem_alloc_host(h, HEADER, errbuf, ERRLEN))
+    native.check(C.cuasync_mem_alloc_host(h, HEADER * M.HEADERS, errbuf, ERRLEN))
     t.host = h[0]
     native.check(C.cuasync_event_create(ev, errbuf, ERRLEN))
     t.event = ev[0]
@@ -69,11 +79,16 @@ function M.prepare(k, c)
     if capture.state.active then
       util.fail("launch", ("kernel '%s' is traced: a graph cannot hold it (its trace buffer is reset before every launch); build the graph from a program without trace"):format(name))
     end
-    ffi.copy(t.host, header, HEADER)
-    native.check(C.cuasync_mem_htod_async(t.dev, t.host, HEADER, stream, errbuf, ERRLEN))
+    epoch = epoch % 0xFFFFFFFF + 1
+    header.epoch = epoch
+    -- the copy runs later: each launch takes its own of HEADERS pinned headers, so a launch
+    -- queued behind another does not change the header that one is still to copy
+    local src = ffi.cast("uint8_t *", t.host) + HEADER * (epoch % M.HEADERS)
+    ffi.copy(src, header, HEADER)
+    native.check(C.cuasync_mem_htod_async(t.dev, src, HEADER, stream, errbuf, ERRLEN))
     native.check(C.cuasync_mem_set8_async(t.dev + HEADER, 0, SLOT * slots, stream, errbuf, ERRLEN))
   end, function(stream)
-    t.kernel, t.slots, t.config = name, slots, { grid = c.grid, block = c.block }
+    t.kernel, t.slots, t.config, t.epoch = name, slots, { grid = c.grid, block = c.block }, epoch
     -- what M.last reads (the sweep's traced run); weak: it keeps no module alive
     M.last_launch = setmetatable({ module = mod, name = name }, { __mode = "v" })
     native.check(C.cuasync_event_record(t.event, stream, errbuf, ERRLEN))

@@ -28,51 +28,131 @@ local function barrier_of(plan, a)
   return ("mbarrier@0x%x"):format(addr), nil
 end
 
-local function decode(e, plan)
+-- A slot's clock: ring 0's events carry %globaltimer (ns) and %clock64 (cycles) together; a
+-- pipeline's events carry cycles alone, mapped to ns between the nearest two pairs (beyond them,
+-- by the nearest pair and the slot's rate). Times come out as int64 cdata: a Lua number at 1.7e18
+-- ns steps in 256 ns (model/timeline.lua subtracts first).
+local function clock_of(pairs_)
+  table.sort(pairs_, function(x, y) return x.c < y.c end)
+  local n = #pairs_
+  local rate = 1 / 1.5   -- ns a cycle where a slot has one pair (a 1.5 GHz SM: the H200 under load)
+  if n >= 2 and pairs_[n].c > pairs_[1].c then
+    rate = tonumber(pairs_[n].g - pairs_[1].g) / tonumber(pairs_[n].c - pairs_[1].c)
+  end
+  local function at(c)
+    if n == 0 then return nil end
+    local lo = pairs_[1]
+    for k = 2, n do if pairs_[k].c <= c then lo = pairs_[k] else break end end
+    local hi
+    for k = 1, n do if pairs_[k].c > lo.c then hi = pairs_[k] break end end
+    local r = rate
+    if hi and hi.c > c and c >= lo.c then r = tonumber(hi.g - lo.g) / tonumber(hi.c - lo.c) end
+    return lo.g + math.floor(tonumber(ffi.cast("int64_t", c - lo.c)) * r + 0.5)
+  end
+  return at, rate
+end
+
+-- One recorded event as the raw events model/timeline.lua reads: a wait is two (its begin and
+-- its end, dur later), the rest one; ns(c) maps a cycle count to ns.
+-- own: an event of ring 0, stamped in ns when it was recorded (a wait: at its end; one the
+-- watchdog ended: at its begin); else a pipeline's, stamped in cycles at its begin.
+local function decode(e, plan, out, ns, rate, own)
   local a = e.a
   local kind = KINDS[bit.band(bit.rshift(a, 24), 15)] or "unknown"
-  -- t stays a 64-bit integer: a Lua number at 1.7e18 ns steps in 256 ns (model/timeline.lua subtracts first)
-  local ev = { t = e.t, kind = kind, role = ROLES[bit.band(bit.rshift(a, 28), 3)] }
+  local dur = bit.band(a, 0x40000000) ~= 0 and e.dur ~= 0xFFFFFFFF and math.floor(e.dur * rate + 0.5) or e.dur
+  local t
+  if not own then t = ns(e.t)
+  elseif kind == "wait" and e.dur ~= 0xFFFFFFFF then t = ffi.cast("int64_t", e.t) - dur
+  else t = ffi.cast("int64_t", e.t) end
+  if t == nil then return end   -- cycles with no pair to map them (cannot happen: begin_block is one)
+  local ev = { t = t, kind = kind, role = ROLES[bit.band(bit.rshift(a, 28), 3)] }
+  if kind == "sync" then return end
   if kind == "mark" or kind == "range_begin" or kind == "range_end" then ev.id = e.b
   elseif kind == "block_begin" then ev.sm = e.b
   else
     ev.barrier, ev.stage = barrier_of(plan, a)
     ev.iteration = e.b
-    if kind == "wait_begin" or kind == "wait_end" then ev.parity = bit.band(bit.rshift(a, 19), 1) end
-    if ev.stage == nil and ev.iteration and plan and bit.band(a, 0x40000) ~= 0 then ev.stage = e.b % plan.stages end
+    if ev.stage == nil and plan and bit.band(a, 0x40000) ~= 0 then ev.stage = e.b % plan.stages end
     if kind == "issue" or kind == "arm" then ev.bytes = plan and plan.tx_bytes or nil end
   end
-  return ev
+  ev.seq = #out
+  if kind ~= "wait" then out[#out + 1] = ev return end
+  ev.kind, ev.parity = "wait_begin", bit.band(bit.rshift(a, 19), 1)
+  if e.dur == 0xFFFFFFFF then out[#out + 1] = ev return end   -- the watchdog ended it: never completed
+  local fin = {}
+  for k, v in pairs(ev) do fin[k] = v end
+  fin.kind, fin.seq = "wait_end", #out + 1
+  fin.t = t + dur
+  out[#out + 1], out[#out + 2] = ev, fin
 end
 
--- The events of module mod's last traced launch: raw (model/timeline.lua's input).
+-- Time order; at one time, the order decoded (a wait's begin before its end).
+local function earlier(x, y)
+  if x.t ~= y.t then return x.t < y.t end
+  return x.seq < y.seq
+end
+
+-- The linear index of the block a slot belongs to (the device's choice of traced blocks).
+local function block_of(o, s, wpb)
+  local ord = math.floor(s / wpb)
+  if type(o.blocks) == "table" then return o.blocks[ord + 1] end
+  return ord * o.blocks
+end
+
+-- The events of module mod's last traced launch: raw (model/timeline.lua's input). Ring 0 holds
+-- its newest cap events (count says how many were written); rings 1 and 2 hold the events of
+-- their role's newest cap / 2 iterations (2 a pipeline iteration), those of this launch's epoch.
 local function read(mod)
   local t = mod.trace
   local plan = mod.program.hooks and mod.program.hooks.plan
   local o = t.options
-  local bytes = layout.bytes(t.slots, o.events)
+  local cap = o.events
+  local bytes = layout.bytes(t.slots, cap)
   local host = ffi.new("uint8_t[?]", bytes)
   native.check(C.cuasync_mem_dtoh(host, t.dev, bytes, errbuf, ERRLEN))
   local h = ffi.cast("cuasync_trace_header *", host)
-  if h.magic ~= layout.MAGIC or h.slots ~= t.slots or h.cap ~= o.events then
-    util.fail("trace", ("the trace of kernel '%s' is not what its launch set up (magic 0x%x, slots %d of %d, cap %d of %d): was the module's buffer launched from elsewhere?"):format(
-      t.kernel, h.magic, h.slots, t.slots, h.cap, o.events))
+  if h.magic ~= layout.MAGIC or h.slots ~= t.slots or h.cap ~= cap or h.epoch ~= t.epoch then
+    util.fail("trace", ("the trace of kernel '%s' is not what its launch set up (magic 0x%x, slots %d of %d, cap %d of %d, epoch %d of %d): was the module's buffer launched from elsewhere?"):format(
+      t.kernel, h.magic, h.slots, t.slots, h.cap, cap, h.epoch, t.epoch))
   end
   local sl = ffi.cast("cuasync_trace_slot *", host + HEADER)
   local ev = ffi.cast("cuasync_trace_event *", host + HEADER + SLOT * t.slots)
-  local raw = { kernel = t.kernel, cap = o.events, lost = 0, dropped = h.dropped, slots = {}, names = o.names,
+  local raw = { kernel = t.kernel, cap = cap, lost = 0, dropped = h.dropped, slots = {}, names = o.names,
                 config = t.config, plan = plan and plan.name or nil }
   local gx, gy = t.config.grid[1], t.config.grid[2]
   local wpb = math.ceil(t.config.block[1] * t.config.block[2] * t.config.block[3] / 32)
   for s = 0, t.slots - 1 do
+    local events, lost = {}, 0
     local n = sl[s].count
-    if n > 0 then
-      local linear = sl[s].block
-      local keep, lost = math.min(n, o.events), math.max(0, n - o.events)
-      local events = {}
-      for i = n - keep, n - 1 do events[#events + 1] = decode(ev[s * o.events + i % o.events], plan) end
+    local base = s * layout.RINGS * cap
+    local own, pairs_ = {}, {}
+    for i = math.max(0, n - cap), n - 1 do
+      local e = ev[base + i % cap]
+      if e.epoch == t.epoch then
+        own[#own + 1] = e
+        if e.dur ~= 0xFFFFFFFF then pairs_[#pairs_ + 1] = { g = ffi.cast("int64_t", e.t), c = e.aux + 0ULL } end
+      end
+    end
+    local ns, rate = clock_of(pairs_)
+    for _, e in ipairs(own) do decode(e, plan, events, ns, rate, true) end
+    lost = math.max(0, n - cap)
+    for r = 1, layout.RINGS - 1 do
+      local last = -1
+      for j = 0, cap - 1 do
+        local e = ev[base + r * cap + j]
+        if e.epoch == t.epoch then
+          decode(e, plan, events, ns, rate)
+          last = math.max(last, e.b)
+        end
+      end
+      lost = lost + math.max(0, 2 * (last + 1) - cap)   -- 2 events an iteration were written
+    end
+    if #events > 0 then
+      table.sort(events, earlier)
+      local linear = block_of(o, s, wpb)
       raw.slots[#raw.slots + 1] = { block = { linear % gx, math.floor(linear / gx) % gy, math.floor(linear / (gx * gy)) },
-        linear = linear, sm = sl[s].sm, cluster_rank = sl[s].rank, warp = s % wpb, count = n, lost = lost, events = events }
+        linear = linear, sm = n > 0 and sl[s].sm or nil, cluster_rank = n > 0 and sl[s].rank or 0, warp = s % wpb,
+        count = #events + lost, lost = lost, events = events }
       raw.lost = raw.lost + lost
     end
   end
@@ -85,6 +165,9 @@ function M.raw(k)
   local t = k.module.trace
   if not t then
     util.fail("trace", ("kernel '%s' was compiled without trace: build its program with trace = true (cuasync.program{ trace = ... } or P:program{ trace = ... })"):format(k.name))
+  end
+  if t.missing then
+    util.fail("trace", ("kernel '%s' records nothing: its source includes no cuasync device header (trace.cuh comes with <cuasync/watchdog.cuh> and every header that waits)"):format(k.name))
   end
   if not t.kernel then util.fail("trace", ("kernel '%s' has no traced launch to read: launch it first"):format(k.name)) end
   if t.generation ~= native.state.generation then util.fail("trace", "the trace belongs to a CUDA context that cuasync.reset() ended") end
