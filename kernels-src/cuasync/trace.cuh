@@ -4,7 +4,8 @@
 // (cuasync.program{ trace = ... } defines it, with CUASYNC_TRACE_EVENTS, the ring's size, and
 // CUASYNC_TRACE_STRIDE or CUASYNC_TRACE_LIST, the blocks traced); without it every function here
 // is empty and a kernel's PTX is what it was. The host (lua/cuasync/trace/) sets
-// cuasync_trace_buf before each launch and reads it back after a synchronize.
+// cuasync_trace (in constant memory: the buffer, its slots, the launch's epoch) before each
+// launch and reads the buffer back after a synchronize.
 //   buffer: header (32 bytes) | slot headers (16 bytes each) | events (32 bytes each)
 //   a slot is one warp of one traced block, with three rings of cap events: 0 the warp's own
 //   (plain waits, marks, ranges: placed by a counter), 1 its producer's and 2 its consumer's
@@ -14,8 +15,7 @@
 //   launch's epoch, so a ring needs no clearing: an event of another launch is not read.
 // Time: a pipeline's events are stamped with %clock64 (the SM's cycles: cheap), ring 0's with
 // %globaltimer (ns, the same on every SM) and %clock64 both; every 16th iteration a role adds a
-// sync to ring 0, and the host maps a slot's cycles to ns between its pairs (a %globaltimer read
-// on every event made the traced GEMM 1.5x slower).
+// sync to ring 0, and the host maps a slot's cycles to ns between its pairs.
 // An event: t (ns, or cycles where bit 30 of a says so), dur (a wait's length, in t's unit),
 // a = where (bits 0-17: the barrier's shared address, or its offset in the pipeline's ring when
 // bit 18 is set; bit 19: parity; bits 24-27: kind; bits 28-29: role; bit 30: t in cycles),
@@ -45,7 +45,10 @@ struct header {            // lua/cuasync/trace/layout.lua declares the same lay
     unsigned pad_[3];
 };
 struct slot { unsigned count, sm, block, rank; };   // count: ring 0's events
-struct event { unsigned long long t; unsigned dur, a, b, epoch; unsigned long long aux; };
+struct __align__(16) event { unsigned long long t; unsigned dur, a, b, epoch; unsigned long long aux; };
+// What each record reads, from the constant cache (a global load there cost every wait in
+// every block, traced or not: 9% of a GEMM).
+struct params { unsigned char *buf; unsigned slots, epoch; };
 
 // mov.u64 t, %globaltimer;                                            // PTX ISA 3.1, sm_30
 __device__ __forceinline__ unsigned long long clock_ns()
@@ -85,7 +88,7 @@ __device__ __forceinline__ int ordinal()
 } // namespace cuasync
 
 extern "C" {
-__device__ unsigned char *cuasync_trace_buf;   // set by the host before each launch
+__constant__ cuasync::trace::params cuasync_trace;   // set by the host before each launch
 }
 
 namespace cuasync {
@@ -96,7 +99,7 @@ namespace trace {
 // record a warp, whoever waits). *sl: its slot header.
 __device__ __forceinline__ event *ring(unsigned r, slot **sl, header **hp)
 {
-    unsigned char *buf = cuasync_trace_buf;
+    unsigned char *buf = cuasync_trace.buf;
     const int ord = ordinal();
     if (buf == nullptr || ord < 0) return nullptr;
     unsigned lane;
@@ -106,17 +109,20 @@ __device__ __forceinline__ event *ring(unsigned r, slot **sl, header **hp)
     const unsigned threads = blockDim.x * blockDim.y * blockDim.z;
     const unsigned warp = (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) / 32u;
     const unsigned s = (unsigned)ord * ((threads + 31u) / 32u) + warp;
-    if (s >= h->slots) { atomicAdd(&h->dropped, 1u); return nullptr; }
+    if (s >= cuasync_trace.slots) { atomicAdd(&h->dropped, 1u); return nullptr; }
     *sl = reinterpret_cast<slot *>(buf + sizeof(header)) + s;
     *hp = h;
-    return reinterpret_cast<event *>(buf + sizeof(header) + sizeof(slot) * h->slots) +
+    return reinterpret_cast<event *>(buf + sizeof(header) + sizeof(slot) * cuasync_trace.slots) +
            ((unsigned long long)s * 3u + r) * (unsigned)(CUASYNC_TRACE_EVENTS);
 }
 
 __device__ __forceinline__ void store(event *e, unsigned long long t, unsigned dur, unsigned a, unsigned b, unsigned epoch,
                                       unsigned long long aux)
 {
-    e->t = t; e->dur = dur; e->a = a; e->b = b; e->epoch = epoch; e->aux = aux;
+    // two 16-byte stores, fire and forget
+    ulonglong2 *v = reinterpret_cast<ulonglong2 *>(e);
+    v[0] = make_ulonglong2(t, (unsigned long long)dur | ((unsigned long long)a << 32));
+    v[1] = make_ulonglong2((unsigned long long)b | ((unsigned long long)epoch << 32), aux);
 }
 
 // mov.u32 r, %cluster_ctarank;                                         // PTX ISA 7.8, sm_90
@@ -138,7 +144,7 @@ __device__ __forceinline__ void put_at(unsigned long long t, unsigned dur, unsig
         sl->rank = rank;
     }
     const unsigned long long c = cycles();
-    store(e + i % (unsigned)(CUASYNC_TRACE_EVENTS), t != 0ull ? t : clock_ns(), dur, a, b, h->epoch, c);
+    store(e + i % (unsigned)(CUASYNC_TRACE_EVENTS), t != 0ull ? t : clock_ns(), dur, a, b, cuasync_trace.epoch, c);
 }
 __device__ __forceinline__ void put(unsigned dur, unsigned a, unsigned b) { put_at(0ull, dur, a, b); }
 
@@ -162,7 +168,7 @@ __device__ __forceinline__ void at(unsigned k, unsigned bar, unsigned base, unsi
     event *e = ring(role, &sl, &h);
     if (e == nullptr) return;
     const bool w = k == (unsigned)wait;
-    store(e + (2u * it + (w ? 0u : 1u)) % (unsigned)(CUASYNC_TRACE_EVENTS), t, dur, a, it, h->epoch, 0ull);
+    store(e + (2u * it + (w ? 0u : 1u)) % (unsigned)(CUASYNC_TRACE_EVENTS), t, dur, a, it, cuasync_trace.epoch, 0ull);
     if (w && (it & 15u) == 0u) put(0u, where(sync, 0u, 0u, 0u, role), it);
 }
 
@@ -176,7 +182,7 @@ __device__ __forceinline__ void event_at(unsigned k, unsigned bar, unsigned base
 // Whether this thread records (for spin_until: the clock is read only where it does).
 __device__ __forceinline__ bool recording()
 {
-    return cuasync_trace_buf != nullptr && ordinal() >= 0;
+    return cuasync_trace.buf != nullptr && ordinal() >= 0;
 }
 
 // A wait that began at t0 (cycles()) and has just ended.

@@ -18,7 +18,7 @@ local M = { HEADERS = 256 }   -- pinned headers, one per launch in turn
 function M.attach(mod)
   mod.trace = { options = mod.program.trace, generation = native.state.generation }
   -- trace.cuh comes with every cuasync device header that waits; a source with none has no buffer
-  local ok, v = pcall(mod.global, mod, "cuasync_trace_buf")
+  local ok, v = pcall(mod.global, mod, "cuasync_trace")
   if not ok then mod.trace.missing = true return end
   mod.trace.global = v.ptr
   v:close()
@@ -64,15 +64,17 @@ function M.prepare(k, c)
     local d, h, ev = ffi.new("CUdeviceptr[1]"), ffi.new("void *[1]"), ffi.new("CUevent[1]")
     native.check(C.cuasync_mem_alloc(d, bytes, errbuf, ERRLEN))
     t.dev, t.bytes = d[0], bytes
-    native.check(C.cuasync_mem_alloc_host(h, HEADER * M.HEADERS, errbuf, ERRLEN))
+    native.check(C.cuasync_mem_alloc_host(h, (HEADER + ffi.sizeof("cuasync_trace_params")) * M.HEADERS, errbuf, ERRLEN))
     t.host = h[0]
     native.check(C.cuasync_event_create(ev, errbuf, ERRLEN))
     t.event = ev[0]
     t.guard = ffi.gc(ffi.new("char[1]"), free_later(t))
-    native.check(C.cuasync_mem_htod(t.global, ffi.new("uint64_t[1]", t.dev), 8, errbuf, ERRLEN))
   end
   local header = ffi.new("cuasync_trace_header")
   header.magic, header.slots, header.cap = layout.MAGIC, slots, o.events
+  local params = ffi.new("cuasync_trace_params")
+  params.buf, params.slots = t.dev, slots
+  local PARAMS = ffi.sizeof(params)
   local name = k.name
   local mod = k.module
   return function(stream)
@@ -83,9 +85,12 @@ function M.prepare(k, c)
     header.epoch = epoch
     -- the copy runs later: each launch takes its own of HEADERS pinned headers, so a launch
     -- queued behind another does not change the header that one is still to copy
-    local src = ffi.cast("uint8_t *", t.host) + HEADER * (epoch % M.HEADERS)
+    local src = ffi.cast("uint8_t *", t.host) + (HEADER + PARAMS) * (epoch % M.HEADERS)
     ffi.copy(src, header, HEADER)
+    params.epoch = epoch
+    ffi.copy(src + HEADER, params, PARAMS)
     native.check(C.cuasync_mem_htod_async(t.dev, src, HEADER, stream, errbuf, ERRLEN))
+    native.check(C.cuasync_mem_htod_async(t.global, src + HEADER, PARAMS, stream, errbuf, ERRLEN))
     native.check(C.cuasync_mem_set8_async(t.dev + HEADER, 0, SLOT * slots, stream, errbuf, ERRLEN))
   end, function(stream)
     t.kernel, t.slots, t.config, t.epoch = name, slots, { grid = c.grid, block = c.block }, epoch

@@ -5,6 +5,7 @@ local ffi = require("ffi")
 
 ffi.cdef [[
 typedef struct cuasync_trace_header { uint32_t magic, slots, cap, dropped, epoch, pad_[3]; } cuasync_trace_header;
+typedef struct cuasync_trace_params { uint64_t buf; uint32_t slots, epoch; } cuasync_trace_params;
 typedef struct cuasync_trace_slot { uint32_t count, sm, block, rank; } cuasync_trace_slot;
 typedef struct cuasync_trace_event { uint64_t t; uint32_t dur, a, b, epoch; uint64_t aux; } cuasync_trace_event;
 ]]
