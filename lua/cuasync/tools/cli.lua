@@ -6,12 +6,15 @@
 --   { name = "sweep", summary = "its line in `cuasync --help`", usage = { "SCRIPT.lua [options]", ... },
 --     about = "lines under the usage lines", args = { { "ROWS", "help", default = 16 }, ... },
 --     options = { "a heading:", { "--flag", "help" }, { "-D NAME=VALUE", "help", many = true },
---                 { "--name METAVAR", "help", type =, default =, min =, choices =, needs = "other", alone = true } },
+--                 { "--name METAVAR", "help", type =, default =, min =, choices =, check =, needs = "other", alone = true } },
 --     run = function(o, args) end }   -- or main = function(argv) end: the command parses itself
 -- Values are keyed by the name with '-' as '_' (o.budget_points). A type is "string", "int",
 -- "number", "ints", "list" (comma lists) or function(text) -> value | nil, why (M.types); without
 -- one it is a flag (no METAVAR) or read off the default (an integer, a table of numbers, a table).
 -- many: the option repeats, its values a list. needs: given only with that option. alone: M.script.
+-- check: function(value) -> nil | the rule it breaks ("must be ..."), run on the converted value
+-- (each value of a many): an API's own rule (tools/sweep/rules.lua), so that the option's
+-- usage error and the API's error say one rule.
 local fs = require("cuasync.fs")
 
 local M = {}
@@ -148,9 +151,20 @@ function M.fail(msg)
 end
 
 -- -- The parser ---------------------------------------------------------------------------------
+-- A value as a usage error shows it: as typed, quoted where it is empty or holds a space or quote.
+local function shown(v)
+  if v ~= "" and not v:find("[%s'\"]") then return v end
+  return "'" .. v:gsub("'", "'\\''") .. "'"
+end
+
 local function convert(e, v)   -- -> value | nil, why
   local x, why = (type(e.type) == "function" and e.type or TYPES[e.type])(v, e)
-  if x == nil or not e.choices then return x, why end
+  if x == nil then return x, why end
+  if e.check then
+    why = e.check(x)
+    if why then return nil, why end
+  end
+  if not e.choices then return x end
   for _, c in ipairs(e.choices) do if c == x then return x end end
   return nil, "is not one of " .. table.concat(e.choices, ", ")
 end
@@ -181,7 +195,7 @@ function M.parse(spec, argv)
         if v == nil then i = i + 1; v = argv[i] end
         if v == nil then M.usage_error(spec, name .. " needs a value") end
         local x, why = convert(e, v)
-        if x == nil then M.usage_error(spec, ("%s %s %s"):format(name, v, why or "is not valid")) end
+        if x == nil then M.usage_error(spec, ("%s %s %s"):format(name, shown(v), why or "is not valid")) end
         if e.many then o[e.key] = given[e.key] and o[e.key] or {}; table.insert(o[e.key], x) else o[e.key] = x end
       end
       given[e.key] = true
@@ -198,7 +212,7 @@ function M.parse(spec, argv)
       typed = true
       local x, why
       if pos[k] then x, why = convert(a, pos[k]) end
-      if x == nil and pos[k] then M.usage_error(spec, ("%s %s %s"):format(a.name, pos[k], why or "is not valid")) end
+      if x == nil and pos[k] then M.usage_error(spec, ("%s %s %s"):format(a.name, shown(pos[k]), why or "is not valid")) end
       o[a.key] = x == nil and a.default or x
     end
   end

@@ -2,6 +2,9 @@
 -- The script is loaded first, so that its own options (cli.script{...}) are parsed in one pass
 -- with the command's; a script that declares none gets the command's options alone.
 local cli = require("cuasync.tools.cli")
+local rules = require("cuasync.tools.sweep.rules")
+local errors = require("cuasync.errors")
+local rule = rules.option
 
 -- --param NAME=V1,V2 -> { name, values }
 local function param(v)
@@ -12,7 +15,7 @@ local function param(v)
     if x == "" then return nil, "has an empty value (NAME=V1,V2 with no empty item)" end
     values[#values + 1] = cli.value(x)
   end
-  return { name, values }
+  return { name, values, text = v }
 end
 
 -- --gpus all | 0,1 (an example on its own reads its --gpus with it too)
@@ -42,15 +45,17 @@ local M = {
   options = {
     "the points:",
     { "--param NAME=V1,V2", "replace a parameter's values (numbers, or strings)", many = true, type = param },
-    { "--strategy NAME", "exhaustive, random, local or replay: which points are evaluated (random and local take --seed)" },
-    { "--budget-points N", "stop after N points: the best so far is kept and the sweep marked incomplete", type = "int" },
-    { "--budget-seconds S", "stop after S seconds, likewise", type = "number" },
-    { "--seed N", "the seed of the random and local strategies", type = "int", min = 0 },
+    { "--strategy NAME", "exhaustive, random, local or replay: which points are evaluated (random and local take --seed)",
+      check = rule("strategy") },
+    { "--budget-points N", "stop after N points: the best so far is kept and the sweep marked incomplete", type = "int",
+      check = rule("budget.points") },
+    { "--budget-seconds S", "stop after S seconds, likewise", type = "number", check = rule("budget.seconds") },
+    { "--seed N", "the seed of the random and local strategies", type = "int", check = rule("seed") },
     { "--replay", "answer from the result store only (no GPU needed)" },
     { "--force", "measure again what the result store holds (with --slurm: submit every shard again)" },
     "where they run:",
-    { "--gpus all|0,1", "the GPUs that measure (default: GPU 0)", type = gpus },
-    { "--jobs N", "compile workers (default: one per core, at most 16)", type = "int", min = 1 },
+    { "--gpus all|0,1", "the GPUs that measure (default: GPU 0)", type = gpus, check = rule("gpus") },
+    { "--jobs N", "compile workers (default: one per core, at most 16)", type = "int", check = rule("jobs") },
     { "--shard I/N", "run every N-th point from the I-th (a job array covers a large space; --merge joins them)", type = shard },
     { "--quiet", "no progress lines" },
     "what is written:",
@@ -64,15 +69,16 @@ local M = {
     { "--merge", "join the JSON files given (shards, earlier runs) instead of running a script" },
     "through Slurm:",
     { "--slurm", "submit the sweep as a Slurm job array of --shards shards and a merge job that depends on it" },
-    { "--shards N", "the shards (default 4)", type = "int", min = 1, needs = "slurm" },
-    { "--partition P", "the partition", needs = "slurm" },
-    { "--gpus-per-task N", "GPUs per array task", type = "int", min = 0, needs = "slurm" },
-    { "--time T", "the time limit of a task (minutes, MM:SS, HH:MM:SS, D-HH[:MM[:SS]])", needs = "slurm" },
-    { "--sbatch-arg OPT", "one more sbatch option (--opt=v)", many = true, needs = "slurm" },
+    { "--shards N", "the shards (default 4; never more than the points)", type = "int", check = rule("slurm.shards"), needs = "slurm" },
+    { "--partition P", "the partition", check = rule("slurm.partition"), needs = "slurm" },
+    { "--gpus-per-task N", "GPUs per array task (default 1, 0 for a host sweep)", type = "int", check = rule("slurm.gpus_per_task"),
+      needs = "slurm" },
+    { "--time T", "the time limit of a task (minutes, MM:SS, HH:MM:SS, D-HH[:MM[:SS]])", check = rule("slurm.time"), needs = "slurm" },
+    { "--sbatch-arg OPT", "one more sbatch option (--opt=v)", many = true, check = rule("slurm.sbatch_args[]"), needs = "slurm" },
     { "--slurm-dir DIR", "the scripts and results (default cuasync-slurm/NAME); running again submits only the "
-      .. "shards whose results are missing", needs = "slurm" },
+      .. "shards whose results are missing", check = rule("slurm.dir"), needs = "slurm" },
     { "--wait", "follow the jobs and print the merged table", needs = "slurm" },
-    { "--poll-seconds S", "how often --wait asks Slurm", type = "number", needs = "slurm" },
+    { "--poll-seconds S", "how often --wait asks Slurm", type = "number", check = rule("slurm.poll_s"), needs = "slurm" },
     { "--dry-run", "print the two scripts and submit nothing", needs = "slurm" },
   },
 }
@@ -132,7 +138,16 @@ local function run(o, spec, script)
   end
   -- its workers and Slurm tasks run this command again, with the same arguments
   S.script, S.args = cli.program, { unpack(cli.argv) }
-  for _, p in ipairs(o.param) do S:set_param(p[1], p[2]) end
+  -- what only the script can check, checked before anything runs: a usage error, as the rest
+  for _, p in ipairs(o.param) do
+    local ok, err = pcall(S.set_param, S, p[1], p[2])
+    if not ok then   -- the API's sentence, without its position (the launcher's) and its call's name
+      cli.usage_error(M, ("--param %s: %s"):format(p.text, (errors.message(err):gsub("^[^\n]-:%d+: ", ""):gsub("^cuasync%.[%w_.]+: ", ""))))
+    end
+  end
+  local bad = o.plot and require("cuasync.tools.report.plot").check(S, o.plot, { x = o.x, series = o.series })
+  if bad and bad.field == "path" then cli.usage_error(M, ("--plot %s: %s"):format(o.plot, bad.message)) end
+  if bad then cli.usage_error(M, ("--%s %s %s"):format(bad.field, bad.value, bad.rule)) end
   local budget = (o.budget_points or o.budget_seconds) and { points = o.budget_points, seconds = o.budget_seconds } or nil
   local slurm = o.slurm and { shards = o.shards, partition = o.partition, time = o.time, gpus_per_task = o.gpus_per_task,
     dir = o.slurm_dir, sbatch_args = #o.sbatch_arg > 0 and o.sbatch_arg or nil, wait = o.wait, dry_run = o.dry_run,

@@ -14,56 +14,34 @@ local merge = require("cuasync.tools.sweep.merge")
 local progress = require("cuasync.tools.sweep.progress")
 local script = require("cuasync.tools.sweep.slurm.script")
 local queue = require("cuasync.tools.sweep.slurm.queue")
+local rules = require("cuasync.tools.sweep.rules")
 
 local M = { queue = queue, script = script }
 local WHERE = "sweep.run"
 local FIELDS = { shards = true, partition = true, gpus_per_task = true, time = true, sbatch_args = true, wait = true,
                  dry_run = true, dir = true, poll_s = true }
-local TIME_FORMS = { "^%d+$", "^%d+:%d%d$", "^%d+:%d%d:%d%d$", "^%d+%-%d+$", "^%d+%-%d+:%d%d$", "^%d+%-%d+:%d%d:%d%d$" }
 
-local function no_space(name, s)
-  util.cstring(WHERE, name, s)
-  if s:find("[%s'\"\\]") then
-    util.fail(WHERE, ("%s must hold no spaces, quotes or backslashes (it goes on #SBATCH lines; got %s)"):format(name, util.describe(s)))
-  end
-  return s
-end
-
--- The slurm table, checked, with its defaults.
+-- The slurm table, checked (each field by its rule in ../rules.lua, which the command's
+-- options read too), with its defaults.
 function M.options(S, t)
   util.kind(WHERE, "slurm", t, "table")
   util.known_fields(WHERE, t, FIELDS, "slurm")
-  local o = { shards = util.int_in(WHERE, "slurm.shards", t.shards or 4, 1, 100000),
-              gpus_per_task = util.int_in(WHERE, "slurm.gpus_per_task", t.gpus_per_task or (S.host and 0 or 1), 0, 64),
-              sbatch_args = {}, poll_s = t.poll_s or 2 }
-  if t.partition ~= nil then o.partition = no_space("slurm.partition", t.partition) end
-  if t.time ~= nil then
-    util.cstring(WHERE, "slurm.time", t.time)
-    local ok = false
-    for _, f in ipairs(TIME_FORMS) do ok = ok or t.time:match(f) ~= nil end
-    if not ok then
-      util.fail(WHERE, ('slurm.time must be a Slurm time limit: "minutes", "MM:SS", "HH:MM:SS" or "D-HH[:MM[:SS]]" (got %s)'):format(util.describe(t.time)))
-    end
-    o.time = t.time
-  end
+  local o = { shards = rules.check(WHERE, "slurm.shards", t.shards or 4),
+              gpus_per_task = rules.check(WHERE, "slurm.gpus_per_task", t.gpus_per_task or (S.host and 0 or 1)),
+              sbatch_args = {}, poll_s = rules.check(WHERE, "slurm.poll_s", t.poll_s or 2) }
+  if t.partition ~= nil then o.partition = rules.check(WHERE, "slurm.partition", t.partition) end
+  if t.time ~= nil then o.time = rules.check(WHERE, "slurm.time", t.time) end
   if t.sbatch_args ~= nil then
     util.list(WHERE, "slurm.sbatch_args", t.sbatch_args)
     for i, a in ipairs(t.sbatch_args) do
-      util.cstring(WHERE, ("slurm.sbatch_args[%d]"):format(i), a)
-      if not a:match("^%-") or a:find("\n") then
-        util.fail(WHERE, ("slurm.sbatch_args[%d] must be one sbatch option starting with '-' (got %s)"):format(i, util.describe(a)))
-      end
-      o.sbatch_args[i] = a
+      o.sbatch_args[i] = rules.check(WHERE, "slurm.sbatch_args[]", a, ("slurm.sbatch_args[%d]"):format(i))
     end
   end
   for _, f in ipairs({ "wait", "dry_run" }) do
     if t[f] ~= nil and type(t[f]) ~= "boolean" then util.fail(WHERE, ("slurm.%s must be a boolean (got %s)"):format(f, util.describe(t[f]))) end
     o[f] = t[f] == true
   end
-  if type(o.poll_s) ~= "number" or not (o.poll_s > 0 and o.poll_s <= 60) then
-    util.fail(WHERE, ("slurm.poll_s must be a number of seconds in (0, 60] (got %s)"):format(util.describe(t.poll_s)))
-  end
-  o.dir = no_space("slurm.dir", t.dir or ("cuasync-slurm/" .. S.name))
+  o.dir = rules.check(WHERE, "slurm.dir", t.dir or ("cuasync-slurm/" .. S.name))
   return o
 end
 
