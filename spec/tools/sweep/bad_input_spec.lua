@@ -250,7 +250,7 @@ describe("defect 5: a shard's values are checked like a fresh row's", function()
     }) do
       local path = tampered(case[1])
       local err = refused({ path })
-      assert.truthy(err:find("cuasync.sweep.merge: " .. path .. " is not a sweep's JSON (" .. case[2], 1, true), err)
+      assert.truthy(err:find('cuasync.sweep.merge: "' .. path .. '" is not a sweep\'s JSON (' .. case[2], 1, true), err)
     end
   end)
 
@@ -325,26 +325,27 @@ describe("defect 6: every stored key is exact", function()
     assert.truthy(out:find("TEXT\tk=1", 1, true), out)   -- the display stays short
   end)
 
-  it("a store written with the old keys still loads: its entries are measured again", function()
+  it("a store written with the old keys still loads: entries under a key written otherwise now are measured again", function()
     local dir = H.tmpdir()
     local ok, out = H.luajit([[
       local sweep = require("cuasync.tools.sweep")
       local fs = require("cuasync.fs")
       local store = require("cuasync.tools.sweep.store")
-      local function S() return sweep{ name = "oldkeys", host = true, rounds = 1, reps = 1, params = { k = { 1, 2 } },
+      local function S() return sweep{ name = "oldkeys", host = true, rounds = 1, reps = 1, params = { k = { "a", 1, 0.1 } },
         build = function(p) return { run = function() end, bytes = 8 } end } end
       S():run{ quiet = true }
       local doc = fs.read_json(store.path("oldkeys"))
       local old = { entries = {}, runs = {}, version = doc.version }
-      for key, e in pairs(doc.entries) do   -- as the store wrote them before: "device|digest|k=1"
-        old.entries[key:gsub("k=%d+$", "k=" .. e.params.k)] = e
+      for key, e in pairs(doc.entries) do   -- as the store wrote them before: "device|digest|k=a", "k=0.5"
+        old.entries[key:gsub("|k=[^|]*$", "|k=" .. require("cuasync.tools.sweep.row").fmt_value(e.params.k))] = e
       end
       assert(fs.write_json(store.path("oldkeys"), old))
       local b = S():run{ quiet = true }
-      print("OLD", b.rows[1].cached, b.rows[2].cached, b.result.store.damaged, b.result.store.problem)
+      print("OLD", b.rows[1].cached, b.rows[2].cached, b.rows[3].cached, b.result.store.damaged, b.result.store.problem)
     ]], { CUASYNC_CACHE_DIR = dir, CUASYNC_CUDA_LIB = NOLIB }, 60)
     assert.is_true(ok, out)
-    assert.truthy(out:find("OLD\tnil\tnil\t0\tnil", 1, true), out)
+    -- a string and a fraction had other keys; an integer's key is written as it was
+    assert.truthy(out:find("OLD\tnil\ttrue\tnil\t0\tnil", 1, true), out)
   end)
 end)
 

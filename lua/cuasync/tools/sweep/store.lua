@@ -1,12 +1,15 @@
 -- The sweep's result store: one JSON file per sweep name in $CUASYNC_CACHE_DIR/sweeps, holding
--- every measured row under its key (device | driver | program digest | parameters), and, per
+-- every measured row under its key (device | driver | program digest | parameters exactly, in
+-- row.key_text: two values that print alike are two keys), and, per
 -- device and driver, the keys of the latest run. A later run takes stored rows instead of
 -- measuring them again; cuasync.sweep.best reads the latest run's best verified row.
 --   { version = 3, entries = { [key] = row + { sum } }, runs = { [device key] = { at, keys } } }
 -- Each entry is sealed (fs.seal: the SHA-256 of its JSON in `sum`): an entry whose sum does not
--- match, or that is not a measured row, was damaged and is measured again, never trusted. The
--- file is written atomically (fs.write_atomic), under a lock, merged with what concurrent runs
--- wrote. Entries of versions 1 and 2 (unsealed) are measured again.
+-- match, or that is not a measured row the sweep would make (row.check), was damaged and is
+-- measured again, never trusted. The file is written atomically (fs.write_atomic), under a lock,
+-- merged with what concurrent runs wrote. Entries of versions 1 and 2 (unsealed) are measured
+-- again; so are entries stored under the keys of before (parameters as the reports print them,
+-- %.6g): no key of now matches them, and they stay until the file is removed.
 local device = require("cuasync.device")
 local util = require("cuasync.util")
 local cache = require("cuasync.cache")
@@ -25,9 +28,9 @@ function M.device_key(dev)
   return dev.name .. "|" .. tostring(device.driver_version())
 end
 
--- A row's key in the store: device | driver, program digest, parameters.
-function M.key(device_key, digest, params_text)
-  return device_key .. "|" .. digest .. "|" .. params_text
+-- A row's key in the store: device | driver, program digest, parameters (row.key_text).
+function M.key(device_key, digest, key_text)
+  return device_key .. "|" .. digest .. "|" .. key_text
 end
 
 -- A row sealed as a store entry (fs.seal: the checksum every sealed file of cuasync carries).
@@ -38,11 +41,11 @@ function M.entry(r)
   return M.seal(row.pick(r, "store"))
 end
 
--- An entry is trusted only when its sum matches and it is what the sweep writes: a measured
--- row with its params and a finite time (a sealed entry of anything else came from elsewhere).
+-- An entry is trusted only when its sum matches and it is what the sweep writes: a measured row
+-- whose every value keeps the row's rules (row.check; a sealed entry of anything else came from
+-- elsewhere).
 local function trusted(e)
-  return fs.sealed(e) and e.kind == "measured"
-         and type(e.params) == "table" and type(e.ms) == "number" and e.ms > 0 and e.ms < math.huge
+  return fs.sealed(e) and row.check(e, nil, true) == nil
 end
 
 -- Read the store file: { entries, runs, damaged, old } or nil and why it is not a store.
