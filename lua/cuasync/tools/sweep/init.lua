@@ -66,11 +66,7 @@ function M.new(spec)
   util.kind(WHERE, "argument", spec, "table")
   util.known_fields(WHERE, spec, FIELDS)
   local S = setmetatable({}, Sweep)
-  util.cstring(WHERE, "name", spec.name)
-  if not spec.name:match("^[%w_%.%-]+$") then
-    fail(("name must be letters, digits, '_', '.' or '-' (it names result files; got %s)"):format(util.describe(spec.name)))
-  end
-  S.name = spec.name
+  S.name = store.check_name(WHERE, spec.name)
   S.space = space.new(WHERE, spec.params, spec.order)
   S.order, S.params = S.space.order, S.space.params
   for _, f in ipairs({ "where", "program" }) do

@@ -9,6 +9,7 @@ local streams = require("cuasync.stream")
 local buffer = require("cuasync.buffer")
 local cache = require("cuasync.cache")
 local compiler = require("cuasync.compiler")
+local program = require("cuasync.program")
 local native = require("cuasync.native")
 local util = require("cuasync.util")
 local bench = require("cuasync.tools.bench")
@@ -32,11 +33,13 @@ local function refused(r, e, step)
   return row.set(r, "failed", step .. ": " .. M.message(e), step)
 end
 
--- program(p) for a point, or nil and the error (or why).
+-- program(p) for a point, or nil and the error (or why): a cuasync.program, which the sweep
+-- keys, compiles and asks for its arch and resources (a table that only looks like one would
+-- fail there, raw, for the whole run).
 function M.program_of(S, p)
   local ok, prog = pcall(S.program, p)
   if not ok then return nil, prog end
-  if type(prog) ~= "table" or type(prog.compile) ~= "function" then
+  if getmetatable(prog) ~= program.Program then
     return nil, ("program(p) must return a cuasync.program (got %s)"):format(util.describe(prog))
   end
   return prog

@@ -19,6 +19,18 @@ local row = require("cuasync.tools.sweep.row")
 
 local M = { VERSION = 3 }
 
+-- The rule of a sweep's name, for the sweep that takes it and for sweep.best that reads its
+-- results: letters, digits, '_', '.' or '-', neither "." nor ".." (the name is a file here and
+-- a directory under cuasync-slurm/).
+function M.check_name(where, name)
+  util.cstring(where, "name", name)
+  if not name:match("^[%w_%.%-]+$") or name == "." or name == ".." then
+    util.fail(where, ("name %s is not a sweep name: letters, digits, '_', '.' or '-', and not \".\" or \"..\" (it names result files)"):format(
+      util.describe(name)))
+  end
+  return name
+end
+
 function M.path(name)
   return (cache.dir() or ".") .. "/sweeps/" .. name .. ".json"
 end
@@ -142,10 +154,7 @@ end
 -- measured row of the latest run of sweep `name` on this device and driver (without a device
 -- given: the current GPU, or the host rows of a host = true sweep where there is no GPU).
 function M.best(name, opts)
-  util.cstring("sweep.best", "name", name)
-  if name:find("[/%z]") or name == "" or name:sub(1, 1) == "." then
-    util.fail("sweep.best", ("name %s is not a sweep name (no '/', not empty, not starting with '.')"):format(util.describe(name)))
-  end
+  M.check_name("sweep.best", name)
   if not rawequal(opts, nil) then   -- a NULL cdata is == nil, but it was given
     util.kind("sweep.best", "opts", opts, "table")
     util.known_fields("sweep.best", opts, { device = true })
@@ -167,20 +176,24 @@ function M.best(name, opts)
     return nil, ("no run of sweep '%s' stored for %s (its rows in %s are of other devices or drivers: run it again here)"):format(
       name, key, M.path(name))
   end
-  local best, unverified
+  -- verified: a verify passed (a row never verified, its sweep without verify, is not offered)
+  local best, failed, never = nil, 0, 0
   for _, k in ipairs(run.keys) do
     local e = store.entries[k]
     if type(e) == "table" and e.kind == "measured" and type(e.params) == "table" and row.figure(e) then
       if e.verified == false then
-        unverified = (unverified or 0) + 1
+        failed = failed + 1
+      elseif e.verified ~= true then
+        never = never + 1
       elseif not best or row.figure(e) > row.figure(best) then
         best = e
       end
     end
   end
   if not best then
-    return nil, ("the latest run of sweep '%s' on %s has no verified measured row (%d measured%s; its other rows failed, were pruned or skipped: S:print() shows why)"):format(
-      name, key, #run.keys, unverified and (", " .. unverified .. " of them unverified") or "")
+    return nil, ("the latest run of sweep '%s' on %s has no verified measured row (%d measured%s%s; its other rows failed, were pruned or skipped: S:print() shows why)"):format(
+      name, key, #run.keys, failed > 0 and (", " .. failed .. " of them unverified") or "",
+      never > 0 and (", %d of them never verified: build(p) returned no verify"):format(never) or "")
   end
   local params, out = {}, {}
   for k, v in pairs(best.params) do params[k] = v end
