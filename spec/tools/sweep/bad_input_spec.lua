@@ -380,7 +380,7 @@ describe("defect 7: a Slurm directory holds only what cuasync made", function()
     -- a directory of the user's own files: refused before anything is removed or submitted
     local out, rc = sh(base .. "--slurm-dir .")
     assert.equal(1, rc, out)
-    assert.truthy(out:find("slurm: " .. dir .. "/. holds mine.json, shard_0.json, which no Slurm run of this sweep made (it has no manifest.json): give --slurm-dir a directory of its own", 1, true), out)
+    assert.truthy(out:find("slurm: " .. dir .. "/. holds mine.json, shard_0.json, which no Slurm run of this sweep made (it has no manifest.json): give slurm.dir (--slurm-dir) a directory of its own", 1, true), out)
     assert.equal("the user's", H.read(dir .. "/mine.json"))
     assert.equal("the user's", H.read(dir .. "/shard_0.json"))
     assert.is_nil(H.read(dir .. "/array.sbatch"))

@@ -145,6 +145,30 @@ describe("sweeps through Slurm", function()
     assert.equal(1, rc, out)
     assert.truthy(out:find("holds the shards of another sweep, or of another shard count (4 shards of slurm_host)", 1, true), out)
   end)
+
+  -- issue 41's defects against this Slurm (the stand-ins for sbatch are in bad_input_spec.lua)
+  slurm_it("defect 4: the default 4 shards on a 3-point sweep complete, one shard per point; a rerun submits nothing", function()
+    local dir = root .. "/few"
+    local s = H.tmpdir() .. "/few.lua"
+    H.write(s, 'return { name = "few", host = true, rounds = 1, reps = 1, params = { k = { 1, 2, 3 } }, '
+      .. 'build = function(p) return { run = function() end, bytes = 8 * p.k } end }\n')
+    local out, rc = sh(ENV .. "luajit bin/cuasync sweep " .. s .. " --slurm --gpus-per-task 0 --poll-seconds 0.2 --quiet --wait --slurm-dir " .. dir)
+    assert.equal(0, rc, out)
+    assert.truthy(out:find("note: 4 shards asked for, but the sweep has 3 points: 3 shards, one point each", 1, true), out)
+    assert.truthy(out:find("3 points: 3 measured, 0 pruned, 0 failed, 0 skipped", 1, true), out)
+    assert.is_nil(out:find("INCOMPLETE", 1, true), out)
+    out, rc = sh(ENV .. "luajit bin/cuasync sweep " .. s .. " --slurm --gpus-per-task 0 --quiet --slurm-dir " .. dir)
+    assert.equal(0, rc, out)
+    assert.truthy(out:find("Slurm: 3 shards (3 kept from earlier runs, 0 submitted)", 1, true), out)
+  end)
+
+  slurm_it("defect 8: the default --gpus-per-task 1 on a cluster without GPU gres says what to do", function()
+    local s = H.tmpdir() .. "/gpu.lua"
+    H.write(s, 'return { name = "gres", rounds = 1, reps = 1, params = { k = { 1, 2 } }, build = function() return { run = function() end } end }\n')
+    local out, rc = sh(ENV .. "luajit bin/cuasync sweep " .. s .. " --slurm --quiet --slurm-dir " .. root .. "/gres")
+    assert.equal(1, rc, out)
+    assert.truthy(out:find("Invalid generic resource (gres) specification: the array asks for 1 GPU per task (slurm.gpus_per_task, --gpus-per-task) and the cluster, or its partition, offers no gres/gpu", 1, true), out)
+  end)
 end)
 
 describe("Slurm sweeps without a Slurm", function()

@@ -113,6 +113,7 @@ end
 -- What a Slurm submission without --wait (or a dry run) says.
 local function submitted(S)
   local s = S.slurm
+  if s.note then print("note: " .. s.note) end
   if s.dry_run then
     print(("# %s/array.sbatch\n%s\n# %s/merge.sbatch (submitted with --dependency=afterok:<the array's job id>)\n%s"):format(
       s.dir, s.script, s.dir, s.merge_script))
@@ -163,6 +164,7 @@ function M.report(S, o, after)
   S:print()
   if S.slurm then
     local s = S.slurm
+    if s.note then print("note: " .. s.note) end
     print(("Slurm: %d shards%s, merged into %s%s"):format(s.shards,
       s.kept > 0 and (" (%d kept from earlier runs, %d submitted)"):format(s.kept, #s.submitted) or "", s.merged,
       s.wall_s and ("; %.1f s from submission to the merged file, the longest shard ran %.1f s (scheduler overhead %.1f s)"):format(
