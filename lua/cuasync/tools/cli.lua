@@ -15,6 +15,7 @@
 -- check: function(value) -> nil | the rule it breaks ("must be ..."), run on the converted value
 -- (each value of a many): an API's own rule (tools/sweep/rules.lua), so that the option's
 -- usage error and the API's error say one rule.
+local ffi = require("ffi")
 local fs = require("cuasync.fs")
 
 local M = {}
@@ -144,10 +145,26 @@ function M.usage_error(spec, msg)
   os.exit(2)
 end
 
--- An error in the run: its message without the position of the launcher's frame, exit 1.
+-- An error in the run: its message without the position of the launcher's frame (on each line:
+-- a message may join several errors), exit 1.
 function M.fail(msg)
-  io.stderr:write((tostring(msg):gsub("^[^\n]-cuasync:%d+: ", "")), "\n")
+  io.stderr:write((("\n" .. tostring(msg)):gsub("\n[^\n]-cuasync:%d+: ", "\n"):sub(2)), "\n")
   os.exit(1)
+end
+
+-- What a command printed, checked as every file it writes is (fs.lua): the standard output
+-- flushed and its error flag read (print never says that a write failed: a full disk, a closed
+-- pipe). true, or nil and why.
+pcall(ffi.cdef, "typedef struct cuasync_cli_FILE cuasync_cli_FILE; int ferror(cuasync_cli_FILE *f);")
+local stdout_ok, stdout_file = pcall(function() return ffi.cast("cuasync_cli_FILE *", ffi.C.stdout) end)
+if not stdout_ok then   -- declared here only where no other module declared it first
+  pcall(ffi.cdef, "extern cuasync_cli_FILE *stdout;")
+  stdout_ok, stdout_file = pcall(function() return ffi.C.stdout end)
+end
+function M.stdout_written()
+  local ok, why = io.stdout:flush()
+  if ok and not (stdout_ok and ffi.C.ferror(stdout_file) ~= 0) then return true end
+  return nil, why or "a write to it failed"
 end
 
 -- -- The parser ---------------------------------------------------------------------------------

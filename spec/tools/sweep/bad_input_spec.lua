@@ -58,6 +58,14 @@ describe("defect 1: every report write is checked", function()
     ok, err = pcall(S.write, S, "plot", dir .. "/b.svg", { x = "k" })
     assert.is_false(ok)
     assert.truthy(tostring(err):find("cuasync.sweep.plot: cannot write " .. dir .. "/b.gp: No space left on device", 1, true), tostring(err))
+    -- the image gnuplot renders (it exits 0 when it cannot write it)
+    if require("cuasync.tools.report.plot").gnuplot() then
+      sh("ln -s /dev/full " .. dir .. "/c.png")
+      ok, err = pcall(S.write, S, "plot", dir .. "/c.png", { x = "k" })
+      assert.is_false(ok)
+      assert.truthy(tostring(err):find("cuasync.sweep.plot: cannot write " .. dir .. "/c.png: gnuplot ran, but the image is not a file", 1, true), tostring(err))
+      assert.equal(dir .. "/d.svg", S:write("plot", dir .. "/d.svg", { x = "k" }))
+    end
   end)
 
   it("cuasync sweep --out on a full disk names each file it could not write, never says wrote, exits 1", function()

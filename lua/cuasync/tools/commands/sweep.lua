@@ -208,7 +208,10 @@ function M.main(argv)
     if S.slurm and not S.slurm.merged then return submitted(S) end
     M.report(S, o, after)
   end)
-  if not ok then cli.fail(err) end
+  -- what was printed is an output too: a full disk there fails the command like a file's would
+  local written, why = cli.stdout_written()
+  if not written then err = (ok and "" or tostring(err) .. "\n") .. "cuasync sweep: cannot write the standard output: " .. why end
+  if not ok or not written then cli.fail(err) end
 end
 
 return M

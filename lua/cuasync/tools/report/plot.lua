@@ -3,6 +3,7 @@
 -- the error says how to render them.
 local util = require("cuasync.util")
 local isolate = require("cuasync.tools.isolate")
+local fs = require("cuasync.fs")
 local common = require("cuasync.tools.report.common")
 
 local M = {}
@@ -93,6 +94,15 @@ function M.write(S, path, o)
   local ok, out, code = isolate.command({ "gnuplot", script })
   if not ok then
     util.fail("sweep.plot", ("gnuplot failed on %s (exit %s): %s"):format(script, tostring(code), (out:gsub("%s+$", "")):sub(-300)))
+  end
+  -- gnuplot exits 0 when it could not write the image (a full disk): the image is checked whole
+  -- (a PNG ends with its IEND chunk, an SVG with </svg>), as fs.lua checks every write of ours
+  local kind, size = fs.kind(path)
+  local image = kind == "file" and size > 0 and fs.read(path)
+  local whole = image and (path:match("%.svg$") and image:find("</svg>%s*$") or image:find("IEND", #image - 16, true))
+  if not whole then
+    util.fail("sweep.plot", ("cannot write %s: gnuplot ran, but the image is %s (a full disk?); the data and the script are written: %s, %s"):format(
+      path, kind ~= "file" and ("not a file (" .. kind .. ")") or "not whole", data, script))
   end
   return path
 end
