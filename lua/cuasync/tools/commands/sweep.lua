@@ -153,8 +153,16 @@ local function run(o, spec, script)
   local slurm = o.slurm and { shards = o.shards, partition = o.partition, time = o.time, gpus_per_task = o.gpus_per_task,
     dir = o.slurm_dir, sbatch_args = #o.sbatch_arg > 0 and o.sbatch_arg or nil, wait = o.wait, dry_run = o.dry_run,
     poll_s = o.poll_seconds } or nil
+  -- the reports a second Ctrl-C inside a variant that never returns writes as it ends the process
+  local on_stop = {}
+  if o.out and cli.mkdirs(o.out) then
+    for _, f in ipairs({ { "csv", ".csv" }, { "json", ".json" }, { "t4", ".t4.json" } }) do
+      on_stop[#on_stop + 1] = { f[1], o.out .. "/" .. S.name .. f[2] }
+    end
+  end
+  for _, f in ipairs({ "csv", "json", "t4" }) do if o[f] then on_stop[#on_stop + 1] = { f, o[f] } end end
   S:run{ gpus = o.gpus, jobs = o.jobs, shard = o.shard, force = o.force, quiet = o.quiet, strategy = o.strategy,
-         budget = budget, seed = o.seed, replay = o.replay, slurm = slurm }
+         budget = budget, seed = o.seed, replay = o.replay, slurm = slurm, on_stop = on_stop }
   return S
 end
 
@@ -203,8 +211,9 @@ function M.main(argv)
   if o.slurm and o.merge then cli.usage_error(M, "--slurm submits a sweep; --merge joins files: give one of them") end
   if o.merge and #args == 0 then cli.usage_error(M, "--merge needs the JSON files to join") end
   if not o.merge and #args ~= 1 then cli.usage_error(M, "give one script") end
+  local S
   local ok, err = pcall(function()
-    local S = o.merge and require("cuasync.tools.sweep").merge(args) or run(o, spec, args[1])
+    S = o.merge and require("cuasync.tools.sweep").merge(args) or run(o, spec, args[1])
     if S.slurm and not S.slurm.merged then return submitted(S) end
     M.report(S, o, after)
   end)
@@ -212,6 +221,10 @@ function M.main(argv)
   local written, why = cli.stdout_written()
   if not written then err = (ok and "" or tostring(err) .. "\n") .. "cuasync sweep: cannot write the standard output: " .. why end
   if not ok or not written then cli.fail(err) end
+  if S and S.result and S.result.interrupted then   -- stopped by Ctrl-C twice: what was measured is written
+    io.stderr:write("cuasync sweep: stopped by Ctrl-C (twice): the rows measured before are printed and written (exit 130)\n")
+    os.exit(130)
+  end
 end
 
 return M

@@ -18,8 +18,11 @@ function M.document(S)
            shard = R.shard, wall_s = R.wall_s }
 end
 
+-- The file's text (M.write writes it; a hard stop keeps it, tools/sweep/stop.lua).
+function M.render(S) return common.json_text(M.document(S)) end
+
 function M.write(S, path)
-  return common.write_json("sweep.json", path, M.document(S))
+  return common.write("sweep.json", path, M.render(S))
 end
 
 -- A list of n entries (dkjson reads [] and {} alike as an empty table).

@@ -1,10 +1,11 @@
 -- S:run's options, checked once, before anything runs: { jobs, gpus, force, shard, quiet,
--- strategy, budget, seed, replay, slurm }. The sweep's own defaults (strategy, budget, seed)
+-- strategy, budget, seed, replay, slurm, on_stop }. The sweep's own defaults (strategy, budget, seed)
 -- pass through M.search; the rest is a run's.
 local util = require("cuasync.util")
 local device = require("cuasync.device")
 local isolate = require("cuasync.tools.isolate")
 local rules = require("cuasync.tools.sweep.rules")
+local stop = require("cuasync.tools.sweep.stop")
 
 local M = {}
 
@@ -61,17 +62,25 @@ function M.default_jobs() return math.max(1, math.min(isolate.cores(), 16)) end
 function M.run(where, S, o)
   util.kind(where, "argument", o, "table")
   util.known_fields(where, o, { jobs = true, gpus = true, force = true, shard = true, quiet = true, strategy = true,
-                                budget = true, seed = true, replay = true, slurm = true })
+                                budget = true, seed = true, replay = true, slurm = true, on_stop = true })
   M.search(where, o)
   for _, f in ipairs({ "force", "quiet", "replay" }) do
     if o[f] ~= nil and type(o[f]) ~= "boolean" then util.fail(where, ("%s must be true or false (got %s)"):format(f, util.describe(o[f]))) end
+  end
+  if o.on_stop ~= nil then   -- { { format, path } }: the reports a hard stop writes (stop.lua)
+    util.list(where, "on_stop", o.on_stop)
+    for i, out in ipairs(o.on_stop) do
+      if type(out) ~= "table" or not stop.FORMATS[out[1]] or type(out[2]) ~= "string" then
+        util.fail(where, ('on_stop[%d] must be { format, path } with a format of csv, json, t4 or text (got %s)'):format(i, util.describe(out)))
+      end
+    end
   end
   local d = S and S.defaults or {}
   local strategy = o.strategy or d.strategy or "exhaustive"
   return { jobs = rules.check(where, "jobs", o.jobs or M.default_jobs()), shard = parse_shard(where, o.shard),
            strategy = strategy, replay = o.replay == true or strategy == "replay",
            budget = o.budget or d.budget, seed = o.seed or d.seed or 1, force = o.force == true, quiet = o.quiet,
-           gpus = check_gpus(where, o.gpus), slurm = o.slurm }
+           gpus = check_gpus(where, o.gpus), slurm = o.slurm, on_stop = o.on_stop }
 end
 
 return M
