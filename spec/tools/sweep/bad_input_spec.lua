@@ -331,18 +331,18 @@ describe("defect 6: every stored key is exact", function()
       local sweep = require("cuasync.tools.sweep")
       local function S(params, slow)
         return sweep{ name = "alike", host = true, rounds = 1, reps = 1, params = params,
-          build = function(p) return { run = function() spin(slow(p) and 20 or 1) end, bytes = 8 } end }
+          build = function(p) return { run = function() spin(slow(p) and 50 or 1) end, bytes = 8 } end }
       end
       local params = { alpha = { 0.1000001, 0.1000002 } }
       local function slow(p) return p.alpha == 0.1000002 end
       S(params, slow):run{ quiet = true }
       local b = S(params, slow):run{ quiet = true }
-      print("ALPHA", b.rows[1].cached, b.rows[2].cached, b.rows[1].ms < 10, b.rows[2].ms > 10, b.rows[1].key ~= b.rows[2].key)
+      print("ALPHA", b.rows[1].cached, b.rows[2].cached, b.rows[1].ms < 25, b.rows[2].ms > 25, b.rows[1].key ~= b.rows[2].key)
       local kinds = { k = { 1, "1" } }
       local function str(p) return type(p.k) == "string" end
       S(kinds, str):run{ quiet = true }
       b = S(kinds, str):run{ quiet = true }
-      print("TYPE", b.rows[1].cached, b.rows[2].cached, b.rows[1].ms < 10, b.rows[2].ms > 10)
+      print("TYPE", b.rows[1].cached, b.rows[2].cached, b.rows[1].ms < 25, b.rows[2].ms > 25)
       print("TEXT", require("cuasync.tools.sweep.row").params_text(b.order, b.rows[2].params))
       print(b:text())
     ]], { CUASYNC_CACHE_DIR = H.tmpdir(), CUASYNC_CUDA_LIB = NOLIB }, 60)
