@@ -397,7 +397,7 @@ describe("defect 7: a Slurm directory holds only what cuasync made", function()
     H.write(bin .. "/sbatch", "#!/bin/sh\necho 'sbatch: error: refused' >&2\nexit 1\n")
     sh("chmod +x " .. bin .. "/sbatch")
     local base = ("cd %s && PATH=%s:$PATH %s luajit %s/bin/cuasync sweep %s --slurm --gpus-per-task 0 "):format(
-      dir, bin, ENV, os.getenv("PWD"), s)
+      dir, bin, ENV, (sh("pwd"):gsub("%s+$", "")), s)
     for _, case in ipairs({ { "--slurm-dir ''", "cuasync: --slurm-dir '' must not be empty" },
                             { "--partition ''", "cuasync: --partition '' must not be empty" } }) do
       local out, rc = sh(base .. case[1])

@@ -71,7 +71,12 @@ function M.keep(S, R, candidates, pending, outputs, force)
   if not force and last_cost > 0.005 and t0 - last_at < 10 * last_cost then return end
   local rows, by, view_R = {}, {}, {}
   for i, r in ipairs(R.rows) do
-    rows[i] = pending[r.index] and row.set({ index = r.index, params = r.params }, "skipped", M.NOT_RUN) or r
+    local copy = { index = r.index, params = r.params }
+    if not pending[r.index] then   -- as the run leaves it: without its program and its cost (search.lua)
+      for k, v in pairs(r) do copy[k] = v end
+      copy.prog, copy.cost = nil, nil
+    end
+    rows[i] = pending[r.index] and row.set(copy, "skipped", M.NOT_RUN) or copy
     by[r.index] = rows[i]
   end
   for k, v in pairs(R) do view_R[k] = v end
