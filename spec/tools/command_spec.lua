@@ -27,8 +27,8 @@ describe("cuasync command", function()
       { "--shard 3/2", "--shard 3/2 is not I/N with 1 <= I <= N" },
       { "--shard 0/2", "--shard 0/2 is not I/N with 1 <= I <= N" },
       { "--shard x", "--shard x is not I/N with 1 <= I <= N" },
-      { "--jobs 0", "--jobs 0 is not an integer >= 1" },
-      { "--jobs x", "--jobs x is not an integer >= 1" },
+      { "--jobs 0", "--jobs 0 must be an integer in 1..256" },
+      { "--jobs x", "--jobs x is not an integer" },
       { "--param 'k=,'", "--param k=, has an empty value" },
       { "--param k=1,,2", "--param k=1,,2 has an empty value" },
       { "--gpus -1", "--gpus -1 is not all or a comma list of device ordinals" },
@@ -41,6 +41,40 @@ describe("cuasync command", function()
     local out, rc = sh(base .. "--param k=3,4 --shard 2/2")
     assert.equal(0, rc, out)
     assert.truthy(out:find("1 points: 1 measured", 1, true), out)
+  end)
+
+  it("defect 8: the newer options' usage errors exit 2 too, naming the option with the API's rule", function()
+    local dir = H.tmpdir()
+    H.write(dir .. "/s.lua", 'return { name = "cmd8", host = true, rounds = 1, reps = 1, params = { k = { 1, 2 } }, build = function() return { run = function() end } end }\n')
+    local base = NOGPU .. "CUASYNC_CACHE_DIR=" .. H.tmpdir() .. " luajit bin/cuasync sweep " .. dir .. "/s.lua --quiet "
+    local S = "--slurm --dry-run --slurm-dir " .. dir .. "/slurm "
+    for _, case in ipairs({
+      { S .. "--shards 100001", "--shards 100001 must be an integer in 1..100000" },
+      { S .. "--poll-seconds 0", "--poll-seconds 0 must be a number of seconds in (0, 60]" },
+      { S .. "--time 1h", '--time 1h must be a Slurm time limit: "minutes", "MM:SS", "HH:MM:SS" or "D-HH[:MM[:SS]]"' },
+      { S .. "--partition 'a b'", "--partition 'a b' must hold no spaces, quotes or backslashes: it goes on #SBATCH lines" },
+      { S .. "--gpus-per-task 65", "--gpus-per-task 65 must be an integer in 0..64" },
+      { S .. "--sbatch-arg exclusive", "--sbatch-arg exclusive must be one sbatch option starting with '-'" },
+      { "--slurm --dry-run --slurm-dir 'a b'", "--slurm-dir 'a b' must hold no spaces, quotes or backslashes" },
+      { "--strategy bogus", "--strategy bogus must be one of exhaustive, random, local, replay" },
+      { "--seed 2147483649", "--seed 2147483649 must be an integer in 0..2147483648" },
+      { "--budget-points 0", "--budget-points 0 must be a positive integer" },
+      { "--budget-seconds -1", "--budget-seconds -1 must be a positive number" },
+      { "--jobs 257", "--jobs 257 must be an integer in 1..256" },
+      { "--gpus 64", "--gpus 64 must be all or a list of GPU ordinals in 0..63" },
+      { "--param nope=1", '--param nope=1: unknown param "nope" (params: k)' },
+      { "--plot p.jpg", "--plot p.jpg: path must end in .png or .svg" },
+      { "--plot p.png --x nope", '--x nope is not a parameter of the sweep (k)' },
+      { "--plot p.png --series nope", '--series nope is not a parameter of the sweep (k)' },
+    }) do
+      local out, rc = sh(base .. case[1])
+      assert.equal(2, rc, case[1] .. ": " .. out)
+      assert.truthy(out:find("cuasync: " .. case[2], 1, true), case[1] .. ": " .. out)
+      assert.truthy(out:find("usage: cuasync sweep", 1, true), case[1] .. ": " .. out)
+    end
+    local out, rc = sh(base .. S)   -- and the good ones still run: nothing made by a dry run
+    assert.equal(0, rc, out)
+    assert.truthy(out:find("dry run: nothing submitted (2 of 2 shards would be)", 1, true), out)
   end)
 
   it("says nothing with a NUL byte: a clean compile's log, a failed compile's message, cuasync compile's output", function()

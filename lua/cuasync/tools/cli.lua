@@ -6,12 +6,16 @@
 --   { name = "sweep", summary = "its line in `cuasync --help`", usage = { "SCRIPT.lua [options]", ... },
 --     about = "lines under the usage lines", args = { { "ROWS", "help", default = 16 }, ... },
 --     options = { "a heading:", { "--flag", "help" }, { "-D NAME=VALUE", "help", many = true },
---                 { "--name METAVAR", "help", type =, default =, min =, choices =, needs = "other", alone = true } },
+--                 { "--name METAVAR", "help", type =, default =, min =, choices =, check =, needs = "other", alone = true } },
 --     run = function(o, args) end }   -- or main = function(argv) end: the command parses itself
 -- Values are keyed by the name with '-' as '_' (o.budget_points). A type is "string", "int",
 -- "number", "ints", "list" (comma lists) or function(text) -> value | nil, why (M.types); without
 -- one it is a flag (no METAVAR) or read off the default (an integer, a table of numbers, a table).
 -- many: the option repeats, its values a list. needs: given only with that option. alone: M.script.
+-- check: function(value) -> nil | the rule it breaks ("must be ..."), run on the converted value
+-- (each value of a many): an API's own rule (tools/sweep/rules.lua), so that the option's
+-- usage error and the API's error say one rule.
+local ffi = require("ffi")
 local fs = require("cuasync.fs")
 
 local M = {}
@@ -141,16 +145,43 @@ function M.usage_error(spec, msg)
   os.exit(2)
 end
 
--- An error in the run: its message without the position of the launcher's frame, exit 1.
+-- An error in the run: its message without the position of the launcher's frame (on each line:
+-- a message may join several errors), exit 1.
 function M.fail(msg)
-  io.stderr:write((tostring(msg):gsub("^[^\n]-cuasync:%d+: ", "")), "\n")
+  io.stderr:write((("\n" .. tostring(msg)):gsub("\n[^\n]-cuasync:%d+: ", "\n"):sub(2)), "\n")
   os.exit(1)
 end
 
+-- What a command printed, checked as every file it writes is (fs.lua): the standard output
+-- flushed and its error flag read (print never says that a write failed: a full disk, a closed
+-- pipe). true, or nil and why.
+pcall(ffi.cdef, "typedef struct cuasync_cli_FILE cuasync_cli_FILE; int ferror(cuasync_cli_FILE *f);")
+local stdout_ok, stdout_file = pcall(function() return ffi.cast("cuasync_cli_FILE *", ffi.C.stdout) end)
+if not stdout_ok then   -- declared here only where no other module declared it first
+  pcall(ffi.cdef, "extern cuasync_cli_FILE *stdout;")
+  stdout_ok, stdout_file = pcall(function() return ffi.C.stdout end)
+end
+function M.stdout_written()
+  local ok, why = io.stdout:flush()
+  if ok and not (stdout_ok and ffi.C.ferror(stdout_file) ~= 0) then return true end
+  return nil, why or "a write to it failed"
+end
+
 -- -- The parser ---------------------------------------------------------------------------------
+-- A value as a usage error shows it: as typed, quoted where it is empty or holds a space or quote.
+local function shown(v)
+  if v ~= "" and not v:find("[%s'\"]") then return v end
+  return "'" .. v:gsub("'", "'\\''") .. "'"
+end
+
 local function convert(e, v)   -- -> value | nil, why
   local x, why = (type(e.type) == "function" and e.type or TYPES[e.type])(v, e)
-  if x == nil or not e.choices then return x, why end
+  if x == nil then return x, why end
+  if e.check then
+    why = e.check(x)
+    if why then return nil, why end
+  end
+  if not e.choices then return x end
   for _, c in ipairs(e.choices) do if c == x then return x end end
   return nil, "is not one of " .. table.concat(e.choices, ", ")
 end
@@ -181,7 +212,7 @@ function M.parse(spec, argv)
         if v == nil then i = i + 1; v = argv[i] end
         if v == nil then M.usage_error(spec, name .. " needs a value") end
         local x, why = convert(e, v)
-        if x == nil then M.usage_error(spec, ("%s %s %s"):format(name, v, why or "is not valid")) end
+        if x == nil then M.usage_error(spec, ("%s %s %s"):format(name, shown(v), why or "is not valid")) end
         if e.many then o[e.key] = given[e.key] and o[e.key] or {}; table.insert(o[e.key], x) else o[e.key] = x end
       end
       given[e.key] = true
@@ -198,7 +229,7 @@ function M.parse(spec, argv)
       typed = true
       local x, why
       if pos[k] then x, why = convert(a, pos[k]) end
-      if x == nil and pos[k] then M.usage_error(spec, ("%s %s %s"):format(a.name, pos[k], why or "is not valid")) end
+      if x == nil and pos[k] then M.usage_error(spec, ("%s %s %s"):format(a.name, shown(pos[k]), why or "is not valid")) end
       o[a.key] = x == nil and a.default or x
     end
   end

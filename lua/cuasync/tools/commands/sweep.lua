@@ -2,6 +2,9 @@
 -- The script is loaded first, so that its own options (cli.script{...}) are parsed in one pass
 -- with the command's; a script that declares none gets the command's options alone.
 local cli = require("cuasync.tools.cli")
+local rules = require("cuasync.tools.sweep.rules")
+local errors = require("cuasync.errors")
+local rule = rules.option
 
 -- --param NAME=V1,V2 -> { name, values }
 local function param(v)
@@ -12,7 +15,7 @@ local function param(v)
     if x == "" then return nil, "has an empty value (NAME=V1,V2 with no empty item)" end
     values[#values + 1] = cli.value(x)
   end
-  return { name, values }
+  return { name, values, text = v }
 end
 
 -- --gpus all | 0,1 (an example on its own reads its --gpus with it too)
@@ -42,15 +45,17 @@ local M = {
   options = {
     "the points:",
     { "--param NAME=V1,V2", "replace a parameter's values (numbers, or strings)", many = true, type = param },
-    { "--strategy NAME", "exhaustive, random, local or replay: which points are evaluated (random and local take --seed)" },
-    { "--budget-points N", "stop after N points: the best so far is kept and the sweep marked incomplete", type = "int" },
-    { "--budget-seconds S", "stop after S seconds, likewise", type = "number" },
-    { "--seed N", "the seed of the random and local strategies", type = "int", min = 0 },
+    { "--strategy NAME", "exhaustive, random, local or replay: which points are evaluated (random and local take --seed)",
+      check = rule("strategy") },
+    { "--budget-points N", "stop after N points: the best so far is kept and the sweep marked incomplete", type = "int",
+      check = rule("budget.points") },
+    { "--budget-seconds S", "stop after S seconds, likewise", type = "number", check = rule("budget.seconds") },
+    { "--seed N", "the seed of the random and local strategies", type = "int", check = rule("seed") },
     { "--replay", "answer from the result store only (no GPU needed)" },
     { "--force", "measure again what the result store holds (with --slurm: submit every shard again)" },
     "where they run:",
-    { "--gpus all|0,1", "the GPUs that measure (default: GPU 0)", type = gpus },
-    { "--jobs N", "compile workers (default: one per core, at most 16)", type = "int", min = 1 },
+    { "--gpus all|0,1", "the GPUs that measure (default: GPU 0)", type = gpus, check = rule("gpus") },
+    { "--jobs N", "compile workers (default: one per core, at most 16)", type = "int", check = rule("jobs") },
     { "--shard I/N", "run every N-th point from the I-th (a job array covers a large space; --merge joins them)", type = shard },
     { "--quiet", "no progress lines" },
     "what is written:",
@@ -64,15 +69,16 @@ local M = {
     { "--merge", "join the JSON files given (shards, earlier runs) instead of running a script" },
     "through Slurm:",
     { "--slurm", "submit the sweep as a Slurm job array of --shards shards and a merge job that depends on it" },
-    { "--shards N", "the shards (default 4)", type = "int", min = 1, needs = "slurm" },
-    { "--partition P", "the partition", needs = "slurm" },
-    { "--gpus-per-task N", "GPUs per array task", type = "int", min = 0, needs = "slurm" },
-    { "--time T", "the time limit of a task (minutes, MM:SS, HH:MM:SS, D-HH[:MM[:SS]])", needs = "slurm" },
-    { "--sbatch-arg OPT", "one more sbatch option (--opt=v)", many = true, needs = "slurm" },
+    { "--shards N", "the shards (default 4; never more than the points)", type = "int", check = rule("slurm.shards"), needs = "slurm" },
+    { "--partition P", "the partition", check = rule("slurm.partition"), needs = "slurm" },
+    { "--gpus-per-task N", "GPUs per array task (default 1, 0 for a host sweep)", type = "int", check = rule("slurm.gpus_per_task"),
+      needs = "slurm" },
+    { "--time T", "the time limit of a task (minutes, MM:SS, HH:MM:SS, D-HH[:MM[:SS]])", check = rule("slurm.time"), needs = "slurm" },
+    { "--sbatch-arg OPT", "one more sbatch option (--opt=v)", many = true, check = rule("slurm.sbatch_args[]"), needs = "slurm" },
     { "--slurm-dir DIR", "the scripts and results (default cuasync-slurm/NAME); running again submits only the "
-      .. "shards whose results are missing", needs = "slurm" },
+      .. "shards whose results are missing", check = rule("slurm.dir"), needs = "slurm" },
     { "--wait", "follow the jobs and print the merged table", needs = "slurm" },
-    { "--poll-seconds S", "how often --wait asks Slurm", type = "number", needs = "slurm" },
+    { "--poll-seconds S", "how often --wait asks Slurm", type = "number", check = rule("slurm.poll_s"), needs = "slurm" },
     { "--dry-run", "print the two scripts and submit nothing", needs = "slurm" },
   },
 }
@@ -107,6 +113,7 @@ end
 -- What a Slurm submission without --wait (or a dry run) says.
 local function submitted(S)
   local s = S.slurm
+  if s.note then print("note: " .. s.note) end
   if s.dry_run then
     print(("# %s/array.sbatch\n%s\n# %s/merge.sbatch (submitted with --dependency=afterok:<the array's job id>)\n%s"):format(
       s.dir, s.script, s.dir, s.merge_script))
@@ -132,13 +139,30 @@ local function run(o, spec, script)
   end
   -- its workers and Slurm tasks run this command again, with the same arguments
   S.script, S.args = cli.program, { unpack(cli.argv) }
-  for _, p in ipairs(o.param) do S:set_param(p[1], p[2]) end
+  -- what only the script can check, checked before anything runs: a usage error, as the rest
+  for _, p in ipairs(o.param) do
+    local ok, err = pcall(S.set_param, S, p[1], p[2])
+    if not ok then   -- the API's sentence, without its position (the launcher's) and its call's name
+      cli.usage_error(M, ("--param %s: %s"):format(p.text, (errors.message(err):gsub("^[^\n]-:%d+: ", ""):gsub("^cuasync%.[%w_.]+: ", ""))))
+    end
+  end
+  local bad = o.plot and require("cuasync.tools.report.plot").check(S, o.plot, { x = o.x, series = o.series })
+  if bad and bad.field == "path" then cli.usage_error(M, ("--plot %s: %s"):format(o.plot, bad.message)) end
+  if bad then cli.usage_error(M, ("--%s %s %s"):format(bad.field, bad.value, bad.rule)) end
   local budget = (o.budget_points or o.budget_seconds) and { points = o.budget_points, seconds = o.budget_seconds } or nil
   local slurm = o.slurm and { shards = o.shards, partition = o.partition, time = o.time, gpus_per_task = o.gpus_per_task,
     dir = o.slurm_dir, sbatch_args = #o.sbatch_arg > 0 and o.sbatch_arg or nil, wait = o.wait, dry_run = o.dry_run,
     poll_s = o.poll_seconds } or nil
+  -- the reports a second Ctrl-C inside a variant that never returns writes as it ends the process
+  local on_stop = {}
+  if o.out and cli.mkdirs(o.out) then
+    for _, f in ipairs({ { "csv", ".csv" }, { "json", ".json" }, { "t4", ".t4.json" } }) do
+      on_stop[#on_stop + 1] = { f[1], o.out .. "/" .. S.name .. f[2] }
+    end
+  end
+  for _, f in ipairs({ "csv", "json", "t4" }) do if o[f] then on_stop[#on_stop + 1] = { f, o[f] } end end
   S:run{ gpus = o.gpus, jobs = o.jobs, shard = o.shard, force = o.force, quiet = o.quiet, strategy = o.strategy,
-         budget = budget, seed = o.seed, replay = o.replay, slurm = slurm }
+         budget = budget, seed = o.seed, replay = o.replay, slurm = slurm, on_stop = on_stop }
   return S
 end
 
@@ -148,6 +172,7 @@ function M.report(S, o, after)
   S:print()
   if S.slurm then
     local s = S.slurm
+    if s.note then print("note: " .. s.note) end
     print(("Slurm: %d shards%s, merged into %s%s"):format(s.shards,
       s.kept > 0 and (" (%d kept from earlier runs, %d submitted)"):format(s.kept, #s.submitted) or "", s.merged,
       s.wall_s and ("; %.1f s from submission to the merged file, the longest shard ran %.1f s (scheduler overhead %.1f s)"):format(
@@ -186,12 +211,20 @@ function M.main(argv)
   if o.slurm and o.merge then cli.usage_error(M, "--slurm submits a sweep; --merge joins files: give one of them") end
   if o.merge and #args == 0 then cli.usage_error(M, "--merge needs the JSON files to join") end
   if not o.merge and #args ~= 1 then cli.usage_error(M, "give one script") end
+  local S
   local ok, err = pcall(function()
-    local S = o.merge and require("cuasync.tools.sweep").merge(args) or run(o, spec, args[1])
+    S = o.merge and require("cuasync.tools.sweep").merge(args) or run(o, spec, args[1])
     if S.slurm and not S.slurm.merged then return submitted(S) end
     M.report(S, o, after)
   end)
-  if not ok then cli.fail(err) end
+  -- what was printed is an output too: a full disk there fails the command like a file's would
+  local written, why = cli.stdout_written()
+  if not written then err = (ok and "" or tostring(err) .. "\n") .. "cuasync sweep: cannot write the standard output: " .. why end
+  if not ok or not written then cli.fail(err) end
+  if S and S.result and S.result.interrupted then   -- stopped by Ctrl-C twice: what was measured is written
+    io.stderr:write("cuasync sweep: stopped by Ctrl-C (twice): the rows measured before are printed and written (exit 130)\n")
+    os.exit(130)
+  end
 end
 
 return M

@@ -20,10 +20,10 @@ function M.write(where, path, text)
   return path
 end
 
--- A document written as JSON (tools/json.lua, indented) to path; returns path.
-function M.write_json(where, path, doc)
+-- A document as the JSON reports write it (tools/json.lua, indented).
+function M.json_text(doc)
   json.lib()
-  return M.write(where, path, json.encode(doc, true) .. "\n")
+  return json.encode(doc, true) .. "\n"
 end
 
 return M

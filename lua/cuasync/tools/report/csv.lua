@@ -16,7 +16,8 @@ local function cell(v)
   return s
 end
 
-function M.write(S, path)
+-- The file's text (M.write writes it; a hard stop keeps it, tools/sweep/stop.lua).
+function M.render(S)
   local head = { "index" }
   for _, k in ipairs(S.order) do head[#head + 1] = k end
   for _, c in ipairs(M.COLUMNS) do head[#head + 1] = c end
@@ -27,7 +28,11 @@ function M.write(S, path)
     for _, c in ipairs(M.COLUMNS) do line[#line + 1] = cell(r[c]) end
     lines[#lines + 1] = table.concat(line, ",")
   end
-  return common.write("sweep.csv", path, table.concat(lines, "\n") .. "\n")
+  return table.concat(lines, "\n") .. "\n"
+end
+
+function M.write(S, path)
+  return common.write("sweep.csv", path, M.render(S))
 end
 
 function M.read(path)

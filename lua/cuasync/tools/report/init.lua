@@ -1,5 +1,6 @@
 -- A sweep's reports: one handler per format in this directory, loaded by name on first use
--- (report.write(S, "csv", path)). Each handler is a module with write(S, path[, opts]) -> path.
+-- (report.write(S, "csv", path)). Each handler is a module with write(S, path[, opts]) -> path;
+-- each but plot (gnuplot renders it) has render(S) -> the file's text.
 local util = require("cuasync.util")
 local common = require("cuasync.tools.report.common")
 

@@ -1,24 +1,29 @@
--- The "json" handler: the sweep's document (name, order, device, unit, baseline, strategy,
--- completeness, rows); read() loads one back for sweep.merge.
+-- The "json" handler: the sweep's document (name, order, params: the value lists, device, unit,
+-- baseline, strategy, completeness, shard, rows); read() loads one back for sweep.merge, every
+-- row checked as the sweep would have made it (row.check), once per index, and, where the file
+-- names its value lists, the point its index is.
 local util = require("cuasync.util")
+local errors = require("cuasync.errors")
 local json = require("cuasync.tools.json")
 local common = require("cuasync.tools.report.common")
 local row = require("cuasync.tools.sweep.row")
+local space = require("cuasync.tools.sweep.space")
 
 local M = {}
 
 function M.document(S)
   local R = S.result or {}
-  return { name = S.name, order = S.order, device = R.device_name, unit = S.unit, baseline = R.baseline,
+  return { name = S.name, order = S.order, params = S.params, device = R.device_name, unit = S.unit, baseline = R.baseline,
            strategy = R.strategy, seed = R.seed, complete = R.complete, stopped = R.stopped, rows = S.rows,
            shard = R.shard, wall_s = R.wall_s }
 end
 
-function M.write(S, path)
-  return common.write_json("sweep.json", path, M.document(S))
-end
+-- The file's text (M.write writes it; a hard stop keeps it, tools/sweep/stop.lua).
+function M.render(S) return common.json_text(M.document(S)) end
 
-local KINDS = row.IS_KIND
+function M.write(S, path)
+  return common.write("sweep.json", path, M.render(S))
+end
 
 -- A list of n entries (dkjson reads [] and {} alike as an empty table).
 local function is_list(t)
@@ -41,18 +46,28 @@ function M.read(path)
   for i, k in ipairs(doc.order) do
     if type(k) ~= "string" then bad(("order[%d] is %s, not a parameter name"):format(i, util.describe(k))) end
   end
+  local points   -- the file's space, where it names its value lists (files written before it did not)
+  if doc.params ~= nil then
+    local ok, sp = pcall(space.new, "sweep.merge", doc.params, doc.order)
+    if not ok then bad("params is not the sweep's value lists: " .. errors.message(sp):gsub("^cuasync%.[%w_.]+: ", "")) end
+    points = sp
+  end
   if not is_list(doc.rows) then bad("rows is not a list") end
+  local at = {}
   for i, r in ipairs(doc.rows) do
-    if type(r) ~= "table" or not util.is_integer(r.index) or r.index < 1 or type(r.params) ~= "table" then
-      bad(("rows[%d] has no index or params"):format(i))
+    local wrong = row.check(r, doc.order)
+    if wrong then bad(("rows[%d]%s"):format(i, wrong)) end
+    if at[r.index] then bad(("rows[%d] has index %d, as rows[%d] has: one row per index"):format(i, r.index, at[r.index])) end
+    at[r.index] = i
+    if points and r.index > points:count() then
+      bad(("rows[%d] has index %d, past the %d points of the file's params"):format(i, r.index, points:count()))
     end
-    if not KINDS[r.kind] then
-      bad(("rows[%d].kind is %s, not measured, pruned, failed, skipped or cancelled"):format(i, util.describe(r.kind)))
-    end
-    for _, k in ipairs(doc.order) do
-      if r.params[k] == nil then bad(("rows[%d].params has no %s, a parameter of its order"):format(i, k)) end
+    if points and row.key_text(doc.order, r.params) ~= row.key_text(doc.order, points:point(r.index)) then
+      bad(("rows[%d].params is %s, but point %d of the file's params is %s"):format(i, row.params_text(doc.order, r.params), r.index,
+        row.params_text(doc.order, points:point(r.index))))
     end
   end
+  doc.points = points
   return doc
 end
 

@@ -3,6 +3,7 @@
 -- the error says how to render them.
 local util = require("cuasync.util")
 local isolate = require("cuasync.tools.isolate")
+local fs = require("cuasync.fs")
 local common = require("cuasync.tools.report.common")
 
 local M = {}
@@ -12,6 +13,30 @@ function M.gnuplot()
   return isolate.which("gnuplot")
 end
 
+local FIELD = { ["GB/s"] = "gbps", ["TFLOP/s"] = "tflops", ratio = "ratio", ms = "ms" }
+
+-- What is wrong with a plot's arguments, or nil: { field = "path" | "x" | "series" | "y", value,
+-- rule (what it breaks, without the value), message (the API's sentence) }. The command checks
+-- its --plot, --x and --series with it before the sweep runs.
+function M.check(S, path, o)
+  local function bad(field, value, rule, message) return { field = field, value = value, rule = rule, message = message } end
+  if not (path:match("%.svg$") or path:match("%.png$")) then
+    return bad("path", path, "must end in .png or .svg", ("path must end in .png or .svg (got %s)"):format(util.describe(path)))
+  end
+  local known = {}
+  for _, k in ipairs(S.order) do known[k] = true end
+  for _, f in ipairs({ "x", "series" }) do
+    local v = o[f]
+    if v ~= nil and not known[v] then
+      local rule = ("is not a parameter of the sweep (%s)"):format(table.concat(S.order, ", "))
+      return bad(f, v, rule, ("%s = %s %s"):format(f, util.describe(v), rule))
+    end
+  end
+  if o.y ~= nil and not FIELD[o.y] then
+    return bad("y", o.y, 'must be "GB/s", "TFLOP/s", "ratio" or "ms"', ('y must be "GB/s", "TFLOP/s", "ratio" or "ms" (got %s)'):format(util.describe(o.y)))
+  end
+end
+
 -- plot(S, path, { x = param, y = "GB/s" | "ratio" | "TFLOP/s" | "ms", series = param }): a data file
 -- and a gnuplot script beside `path`, rendered to PNG or SVG (by the extension) when gnuplot is there.
 function M.write(S, path, o)
@@ -19,18 +44,11 @@ function M.write(S, path, o)
   o = o or {}
   util.kind("sweep.plot", "options", o, "table")
   util.known_fields("sweep.plot", o, { x = true, y = true, series = true, title = true })
+  local bad = M.check(S, path, o)
+  if bad then util.fail("sweep.plot", bad.message) end
   local x = o.x or S.order[1]
-  local known = {}
-  for _, k in ipairs(S.order) do known[k] = true end
-  if not known[x] then util.fail("sweep.plot", ("x = %s is not a parameter of the sweep (%s)"):format(util.describe(x), table.concat(S.order, ", "))) end
-  if o.series ~= nil and not known[o.series] then
-    util.fail("sweep.plot", ("series = %s is not a parameter of the sweep (%s)"):format(util.describe(o.series), table.concat(S.order, ", ")))
-  end
   local y = o.y or (S.baseline_name and "ratio" or S.unit)
-  local FIELD = { ["GB/s"] = "gbps", ["TFLOP/s"] = "tflops", ratio = "ratio", ms = "ms" }
-  if not FIELD[y] then util.fail("sweep.plot", ('y must be "GB/s", "TFLOP/s", "ratio" or "ms" (got %s)'):format(util.describe(y))) end
-  local term = path:match("%.svg$") and "svg size 900,540 noenhanced" or path:match("%.png$") and "pngcairo size 900,540 noenhanced"
-  if not term then util.fail("sweep.plot", ("path must end in .png or .svg (got %s)"):format(util.describe(path))) end
+  local term = path:match("%.svg$") and "svg size 900,540 noenhanced" or "pngcairo size 900,540 noenhanced"
   -- one data block per series value; points in x order; the best of the other params at each x
   local groups, names = {}, {}
   for _, r in ipairs(S.rows) do
@@ -76,6 +94,15 @@ function M.write(S, path, o)
   local ok, out, code = isolate.command({ "gnuplot", script })
   if not ok then
     util.fail("sweep.plot", ("gnuplot failed on %s (exit %s): %s"):format(script, tostring(code), (out:gsub("%s+$", "")):sub(-300)))
+  end
+  -- gnuplot exits 0 when it could not write the image (a full disk): the image is checked whole
+  -- (a PNG ends with its IEND chunk, an SVG with </svg>), as fs.lua checks every write of ours
+  local kind, size = fs.kind(path)
+  local image = kind == "file" and size > 0 and fs.read(path)
+  local whole = image and (path:match("%.svg$") and image:find("</svg>%s*$") or image:find("IEND", #image - 16, true))
+  if not whole then
+    util.fail("sweep.plot", ("cannot write %s: gnuplot ran, but the image is %s (a full disk?); the data and the script are written: %s, %s"):format(
+      path, kind ~= "file" and ("not a file (" .. kind .. ")") or "not whole", data, script))
   end
   return path
 end

@@ -52,8 +52,11 @@ function M.document(S)
   return { schema_version = M.VERSION, results = results }
 end
 
+-- The file's text (M.write writes it; a hard stop keeps it, tools/sweep/stop.lua).
+function M.render(S) return common.json_text(M.document(S)) end
+
 function M.write(S, path)
-  return common.write_json("sweep.t4", path, M.document(S))
+  return common.write("sweep.t4", path, M.render(S))
 end
 
 return M

@@ -136,8 +136,11 @@ function M.text(S)
 end
 
 
+-- The file's text (M.write writes it; a hard stop keeps it, tools/sweep/stop.lua).
+function M.render(S) return M.text(S) .. "\n" end
+
 function M.write(S, path)
-  return common.write("sweep.text", path, M.text(S) .. "\n")
+  return common.write("sweep.text", path, M.render(S))
 end
 
 return M

@@ -10,15 +10,17 @@
 --     baseline = { name = "cuMemcpyDtoD", run = fn, bytes = n }, rounds = 5, reps = 10, timeout_ms = 5000,
 --     strategy = "exhaustive", budget = { points = n, seconds = s }, seed = 1, flush_l2 = false,
 --     spills = "keep" | "prune" }
---   S:run{ jobs = 8, gpus = "all" | {0, 1}, force = false, shard = "1/4", strategy, budget, seed, replay }
+--   S:run{ jobs = 8, gpus = "all" | {0, 1}, force = false, shard = "1/4", strategy, budget, seed, replay, on_stop }
 --   S:print()  S:write("csv" | "json" | "t4" | "plot" | "text", path[, opts])  S:knee{ x, series, memory }
 --   S.rows, S.best, S.complete, S.notes; the rest of the last run's record in S.result
--- The parts: space.lua (points), row.lua (the one row schema), options.lua (S:run's options),
+-- The parts: space.lua (points), row.lua (the one row schema: fields, value rules, exact keys),
+-- options.lua (S:run's options) and rules.lua (each option's rule, which the command reads too),
 -- strategies/ (which points, in what order, loaded by name), runners/ (who answers a batch: in
 -- this process, over GPUs, from the store, or nobody without a GPU), compile.lua (the compile
--- service they use), measure.lua (build, verify, time), workers.lua (processes), store.lua and
--- memo.lua (results kept between runs), search.lua (the loop that joins them), knee.lua,
--- merge.lua, slurm/; the reports are in tools/report/.
+-- service they use), measure.lua (build, verify, time), stop.lua (Ctrl-C, and a run that ends
+-- early), workers.lua (processes), store.lua and memo.lua (results kept between runs),
+-- search.lua (the loop that joins them), knee.lua, merge.lua, slurm/; the reports are in
+-- tools/report/.
 local util = require("cuasync.util")
 local report = require("cuasync.tools.report")
 local row = require("cuasync.tools.sweep.row")
@@ -66,11 +68,7 @@ function M.new(spec)
   util.kind(WHERE, "argument", spec, "table")
   util.known_fields(WHERE, spec, FIELDS)
   local S = setmetatable({}, Sweep)
-  util.cstring(WHERE, "name", spec.name)
-  if not spec.name:match("^[%w_%.%-]+$") then
-    fail(("name must be letters, digits, '_', '.' or '-' (it names result files; got %s)"):format(util.describe(spec.name)))
-  end
-  S.name = spec.name
+  S.name = store.check_name(WHERE, spec.name)
   S.space = space.new(WHERE, spec.params, spec.order)
   S.order, S.params = S.space.order, S.space.params
   for _, f in ipairs({ "where", "program" }) do

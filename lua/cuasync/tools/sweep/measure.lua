@@ -9,16 +9,15 @@ local streams = require("cuasync.stream")
 local buffer = require("cuasync.buffer")
 local cache = require("cuasync.cache")
 local compiler = require("cuasync.compiler")
-local native = require("cuasync.native")
+local program = require("cuasync.program")
 local util = require("cuasync.util")
 local bench = require("cuasync.tools.bench")
 local nvtx = require("cuasync.tools.nvtx")
 local errors = require("cuasync.errors")
 local row = require("cuasync.tools.sweep.row")
-require("cuasync.cdef.signal")
+local stop = require("cuasync.tools.sweep.stop")
 
 local M = { SLOW_FACTOR = 2, SLOW_AFTER = 1 }
-local C = native.C
 
 -- An error's message without the position error() put in front of it (the row says where).
 M.message = errors.message
@@ -32,11 +31,13 @@ local function refused(r, e, step)
   return row.set(r, "failed", step .. ": " .. M.message(e), step)
 end
 
--- program(p) for a point, or nil and the error (or why).
-function M.program_of(S, p)
-  local ok, prog = pcall(S.program, p)
+-- program(p) for a point, or nil and the error (or why): a cuasync.program, which the sweep
+-- keys, compiles and asks for its arch and resources (a table that only looks like one would
+-- fail there, raw, for the whole run).
+function M.program_of(S, p, label)
+  local ok, prog = stop.pcall(label or "program()", S.program, p)
   if not ok then return nil, prog end
-  if type(prog) ~= "table" or type(prog.compile) ~= "function" then
+  if getmetatable(prog) ~= program.Program then
     return nil, ("program(p) must return a cuasync.program (got %s)"):format(util.describe(prog))
   end
   return prog
@@ -74,7 +75,7 @@ end
 function M.admit(S, r)
   local p = r.params
   if S.where then
-    local ok, res, why = pcall(S.where, p)
+    local ok, res, why = stop.pcall(stop.label(S, r, "where()"), S.where, p)
     if not ok then
       refused(r, res, "where")
       return false
@@ -84,7 +85,7 @@ function M.admit(S, r)
     end
   end
   if S.program then
-    local prog, err = M.program_of(S, p)
+    local prog, err = M.program_of(S, p, stop.label(S, r, "program()"))
     if not prog then
       refused(r, err, "program")
       return false
@@ -134,7 +135,7 @@ end
 -- Build one point and run it once, verified. Returns the build, or nil (the row says why) and,
 -- when the GPU cannot be trusted for later points, the reason they are not run.
 local function try(S, r)
-  local ok, v, why_not = pcall(S.build, r.params)
+  local ok, v, why_not = stop.pcall(stop.label(S, r, "build()"), S.build, r.params)
   if ok and v == nil and why_not ~= nil then
     row.set(r, "pruned", M.message(why_not))   -- build(p) -> nil, "why": it cannot run here
     return nil
@@ -148,13 +149,14 @@ local function try(S, r)
     return nil
   end
   local label = S:label(r.params)
-  local ok2, err = pcall(function()
+  -- poison and run are the variant's own code; the wait after them is the sweep's (it polls)
+  local ok2, err = stop.pcall(stop.label(S, r, "run()"), function()
     if v.poison then v.poison() end
     nvtx.push(label)
     v.run()
     nvtx.pop()
-    if not S.host then streams.synchronize{ timeout_ms = S.timeout_ms } end
   end)
+  if ok2 and not S.host then ok2, err = pcall(streams.synchronize, { timeout_ms = S.timeout_ms }) end
   if not ok2 then
     if errors.kind(err) == "cancelled" then   -- over timeout_ms, or Ctrl-C: the GPU is free again
       row.set(r, "cancelled", M.message(err))
@@ -175,7 +177,7 @@ local function try(S, r)
     return nil
   end
   if v.verify then
-    local wrong = M.verdict(pcall(v.verify))
+    local wrong = M.verdict(stop.pcall(stop.label(S, r, "verify()"), v.verify))
     if wrong then
       row.set(r, "failed", "verification: " .. wrong, "verification")
       return nil
@@ -218,7 +220,9 @@ local function time(S, variants, gpu, best_cost)
   end
   if #variants == 0 then return nil end
   -- keep_going: a variant that raises in the timed rounds fails alone, the others are measured
-  local ok, err = pcall(bench.rounds, all, { rounds = S.rounds, reps = S.reps, host = S.host or nil, warmup = S.host and 0 or nil,
+  -- a host sweep's rounds run its variants' code and nothing else: a region the sweep cannot poll
+  local call = S.host and function(...) return stop.pcall(("the timed rounds of %d variants"):format(#variants), ...) end or pcall
+  local ok, err = call(bench.rounds, all, { rounds = S.rounds, reps = S.reps, host = S.host or nil, warmup = S.host and 0 or nil,
     before = flusher(S), keep_going = true,
     early_exit = S.rounds > M.SLOW_AFTER and { after = M.SLOW_AFTER, factor = M.SLOW_FACTOR, best = best_cost } or nil })
   if not ok then
@@ -253,15 +257,11 @@ function M.note(S, text)
   R.notes[#R.notes + 1] = text
 end
 
--- Ctrl-C while the sweep runs (counted by native/cuasync_signal.c between S:run's begin and end):
--- once cancels the running watched kernel (stream.poll), twice stops the sweep.
-function M.interrupts() return C.cuasync_interrupt_count() end
-
 -- Measure `rows` (already compiled) on the current device; `step` is called once per row.
 function M.measure(S, rows, step, gpu, best_cost)
   local variants, blocked = {}, nil
   for _, r in ipairs(rows) do
-    if not blocked and M.interrupts() >= 2 then blocked = "not run: the sweep was stopped by Ctrl-C (twice)" end
+    if not blocked and stop.requested() then blocked = stop.NOT_RUN end
     if blocked then
       row.set(r, "skipped", blocked)
     else

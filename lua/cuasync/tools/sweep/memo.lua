@@ -31,12 +31,12 @@ function M.open(S, R, gpu, replay)
   return m
 end
 
--- The rows of the latest stored run on the memo's device, by their params text.
+-- The rows of the latest stored run on the memo's device, by their params' exact text.
 function Memo:latest_run()
   local by, run = {}, self.st.runs[self.device_key]
   for _, k in ipairs(run and type(run.keys) == "table" and run.keys or {}) do
     local e = self.st.entries[k]
-    if e and type(e.params) == "table" then by[row.params_text(self.order, e.params)] = e end
+    if e and type(e.params) == "table" then by[row.key_text(self.order, e.params)] = e end
   end
   return by
 end
@@ -46,7 +46,7 @@ function Memo:key(rows)
   for _, r in ipairs(rows) do
     local ok, digest = true, "-"
     if r.prog then ok, digest = pcall(compiler.key, r.prog, r.prog:arch()) end
-    r.key = store.key(self.device_key, ok and digest or "-", row.params_text(self.order, r.params))
+    r.key = store.key(self.device_key, ok and digest or "-", row.key_text(self.order, r.params))
   end
 end
 
@@ -62,7 +62,7 @@ Memo.fill = M.fill
 function Memo:recall(r) return self.st.entries[r.key] end
 
 -- The entry of r in the latest stored run (replay).
-function Memo:latest(r) return self.replayed and self.replayed[row.params_text(self.order, r.params)] end
+function Memo:latest(r) return self.replayed and self.replayed[row.key_text(self.order, r.params)] end
 
 -- Keep the rows measured now; the run's measured rows become the device's latest run. Returns
 -- nil or a note (what became of the store).

@@ -1,9 +1,12 @@
 -- sweep.merge: join the JSON files of shards (or of earlier runs) into one sweep's rows. Rows are
 -- keyed by what they measured — device and driver, program digest, parameters (the row's `key`;
--- rows without one, pruned before any compile, by the file's device and their parameters) — so
--- merging a file twice, or shards that overlap, gives each row once. Two measurements of one key
--- that differ keep the first row's figures and both runs' in r.runs, with a note. Files of
--- another sweep (name or parameters) or of another device are refused by name.
+-- rows without one, pruned before any compile, by the file's device and their parameters, in
+-- row.key_text) — so merging a file twice, or shards that overlap, gives each row once. Two
+-- measurements of one key that differ keep the first row's figures and both runs' in r.runs,
+-- with a note. Every row is checked as the sweep makes them (report/json.lua's read, row.check).
+-- Files of another sweep (name, parameters or their value lists) or of another device are
+-- refused by name. A merge that leaves a point of the cross product without a row (a shard not
+-- given) is incomplete, and says which shards.
 local util = require("cuasync.util")
 local report = require("cuasync.tools.report")
 local row = require("cuasync.tools.sweep.row")
@@ -32,7 +35,7 @@ end
 -- A row's identity across files.
 local function key_of(doc, r)
   if type(r.key) == "string" then return r.key end
-  return tostring(doc.device or "none") .. "|-|" .. row.params_text(doc.order, r.params)
+  return tostring(doc.device or "none") .. "|-|" .. row.key_text(doc.order, r.params)
 end
 
 -- Two rows of one key: the one that stands, with both runs noted where they differ.
@@ -53,6 +56,51 @@ local function join(kept, r, path)
   return kept
 end
 
+-- "k = 1, 2, 3; n = 4": a file's value lists, for a message.
+local function lists(doc)
+  local t = {}
+  for _, k in ipairs(doc.order) do
+    local vs = {}
+    for i, v in ipairs(doc.params[k]) do vs[i] = row.fmt_value(v) end
+    t[#t + 1] = k .. " = " .. table.concat(vs, ", ")
+  end
+  return table.concat(t, "; ")
+end
+
+local function same_lists(a, b)
+  for _, k in ipairs(a.order) do
+    local x, y = a.params[k], b.params[k]
+    if #x ~= #y then return false end
+    for i = 1, #x do if row.key_text({ "v" }, { v = x[i] }) ~= row.key_text({ "v" }, { v = y[i] }) then return false end end
+  end
+  return true
+end
+
+-- Why the merged rows are not the whole sweep (nil: every point has a row, or the files do not
+-- say how many points there are): the shards not given, else the points without a row.
+local function gap(docs, rows)
+  local points
+  for _, d in ipairs(docs) do points = points or d.points end
+  if not points then return nil end
+  local have, missing = {}, 0
+  for _, r in ipairs(rows) do have[r.index] = true end
+  for i = 1, points:count() do if not have[i] then missing = missing + 1 end end
+  if missing == 0 then return nil end
+  local n, given = nil, {}
+  for _, d in ipairs(docs) do
+    local i, m = tostring(d.shard):match("^(%d+)/(%d+)$")
+    if not m or (n and n ~= tonumber(m)) then n = false break end
+    n, given[tonumber(i)] = tonumber(m), true
+  end
+  if n then
+    local names = {}
+    for i = 1, n do if not given[i] then names[#names + 1] = ("%d/%d"):format(i, n) end end
+    return ("shard%s %s %s not merged: %s %d points have no rows"):format(#names > 1 and "s" or "", table.concat(names, ", "),
+      #names > 1 and "were" or "was", #names > 1 and "their" or "its", missing)
+  end
+  return ("%d of the %d points of the cross product have no row in the files merged"):format(missing, points:count())
+end
+
 -- Merge the documents read from `paths` into S (a Sweep object made by the caller): its rows
 -- and a new record of the merged run in S.result.
 function M.into(S, paths)
@@ -60,11 +108,12 @@ function M.into(S, paths)
   S.result = R
   util.list(WHERE, "paths", paths)
   if #paths == 0 then util.fail(WHERE, "no files to merge") end
-  local by, first = {}, nil
+  local by, first, docs = {}, nil, {}
   local json = report.handler("json")
   for i, path in ipairs(paths) do
     util.cstring(WHERE, ("paths[%d]"):format(i), path)
     local doc = json.read(path)
+    docs[#docs + 1] = doc
     if not first then
       first = { path = path, doc = doc }
       S.name, S.order, S.unit, R.device_name = doc.name, doc.order, doc.unit, doc.device
@@ -78,8 +127,13 @@ function M.into(S, paths)
         util.fail(WHERE, ("%s was measured on %s, %s on %s: rows of two devices do not make one sweep"):format(
           path, b.device, first.path, a.device))
       end
+      if a.params and b.params and not same_lists(a, b) then
+        util.fail(WHERE, ("%s was run with params %s, %s with %s: the shards of one sweep share its value lists"):format(
+          path, lists(b), first.path, lists(a)))
+      end
       R.device_name = R.device_name or b.device
     end
+    S.params = S.params or doc.params
     R.baseline = R.baseline or doc.baseline
     if doc.complete == false then R.complete, R.stopped = false, doc.stopped end
     for _, r in ipairs(doc.rows) do
@@ -105,6 +159,10 @@ function M.into(S, paths)
   end)
   S.baseline_name = R.baseline and R.baseline.name
   R.rows, R.best = rows, row.best(rows)
+  if R.complete ~= false then   -- a file stopped early leaves it incomplete; so does a shard not given
+    R.stopped = gap(docs, rows)
+    R.complete = R.stopped == nil
+  end
   S.rows, S.best, S.complete, S.notes = R.rows, R.best, R.complete, R.notes
   return S
 end

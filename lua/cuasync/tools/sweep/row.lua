@@ -1,11 +1,15 @@
 -- A sweep's row: the one schema. Every point of a sweep ends as one row of a kind below, and
 -- every part that moves rows (the store, the workers, the re-measure, merge, every report)
--- takes its field list from here, by tag, so a new field is added once.
+-- takes its field list from here, by tag, so a new field is added once; a row read back (a
+-- merged file, a store entry) is held to the same fields' value rules (M.check), and a point's
+-- identity is one exact text (M.key_text), apart from the short one people read (M.params_text).
 --   measured   timed (ms; gbps / tflops from the build's bytes / flops; ratio to the baseline)
 --   pruned     refused before it ran (where, a plan's rule, spills = "prune", build -> nil, why)
 --   failed     raised or hung or verified wrong (`failed_in` says at which step)
 --   cancelled  over timeout_ms, or Ctrl-C, on a watched kernel: the GPU is free again
 --   skipped    not run: no GPU, not sampled, not in the store, the sweep stopped
+local util = require("cuasync.util")
+
 local M = {}
 
 M.KINDS = { "measured", "pruned", "failed", "skipped", "cancelled" }
@@ -15,38 +19,41 @@ for _, k in ipairs(M.KINDS) do M.IS_KIND[k] = true end
 -- The steps a row can fail at (r.failed_in), in the order a point goes through them.
 M.STEPS = { "where", "program", "compile", "build", "run", "hang", "timeout", "verification", "timing", "remeasure", "worker" }
 
--- { name, tags, meaning }. Tags: figure (what a row is ranked by), timed (what the timed rounds
--- set: a re-measure replaces these), measure (what a measurement
--- sets: a GPU worker sends these back), store (kept in the result store between runs),
--- column (CSV and --columns), run (what merge keeps of each file's measurement of a key).
+-- { name, tags, meaning, value }. Tags: figure (what a row is ranked by), timed (what the timed
+-- rounds set: a re-measure replaces these), measure (what a measurement sets: a GPU worker sends
+-- these back), store (kept in the result store between runs), column (CSV and --columns), run
+-- (what merge keeps of each file's measurement of a key). value: the rule its value keeps
+-- (RULES below; M.check holds a row read from a file, or the store, to them).
 M.FIELDS = {
-  { "index", "", "the point's position in the cross product, from 1" },
-  { "params", "store", "the parameter values" },
-  { "kind", "measure store column run", "measured | pruned | failed | skipped | cancelled" },
-  { "verified", "measure store column", "true when build(p).verify passed" },
-  { "ms", "figure timed measure store column run", "median time of one run, ms" },
-  { "gbps", "figure timed measure store column run", "bytes / time" },
-  { "tflops", "figure timed measure store column run", "flops / time" },
-  { "ratio", "figure timed measure store column run", "the baseline's time / this time, same rounds" },
-  { "times", "timed measure store", "each round's median, ms" },
-  { "gpu", "measure store column", "the GPU ordinal that measured it" },
-  { "compile_ms", "store column", "its compile, ms" },
-  { "cache", "store column", "the compile cache: hit | miss" },
-  { "cached", "column", "answered from the result store, not measured now" },
-  { "reason", "measure column run", "why it is not measured (or a note)" },
-  { "slow", "timed measure store column", "stopped early, over SLOW_FACTOR x the best: partial figures" },
-  { "remeasured", "store column", "the sweep's figure (ms) before the winner was measured alone" },
-  { "inflight", "measure store column", "bytes in flight per block (the knee)" },
-  { "stage_inflight", "measure store column", "bytes of one stage per block (the knee)" },
-  { "registers", "store column", "the most registers of its kernels (ptxas)" },
-  { "spills", "store column", "spill stores + loads, bytes, all kernels (ptxas)" },
-  { "failed_in", "measure column", "the step a failed row failed at (M.STEPS)" },
-  { "stall_full", "store column", "traced: the share of consumer time waiting on full (S:run{ trace })" },
-  { "stall_empty", "store column", "traced: the share of producer time waiting on empty" },
-  { "diagnosis", "store column", "traced: the timeline's one-line diagnosis" },
-  { "cost", "measure", "ms per unit of work (the early-exit bar; dropped after the run)" },
-  { "elapsed_ms", "measure", "how long a cancelled row ran" },
-  { "key", "", "device | driver | program digest | params: its identity in the store and merge" },
+  { "index", "", "the point's position in the cross product, from 1", "index" },
+  { "params", "store", "the parameter values", "params" },
+  { "kind", "measure store column run", "measured | pruned | failed | skipped | cancelled", "kind" },
+  { "verified", "measure store column", "true when build(p).verify passed", "boolean" },
+  { "ms", "figure timed measure store column run", "median time of one run, ms", "positive" },
+  { "gbps", "figure timed measure store column run", "bytes / time", "non-negative" },
+  { "tflops", "figure timed measure store column run", "flops / time", "non-negative" },
+  { "ratio", "figure timed measure store column run", "the baseline's time / this time, same rounds", "positive" },
+  { "times", "timed measure store", "each round's median, ms", "times" },
+  { "gpu", "measure store column", "the GPU ordinal that measured it", "count" },
+  { "compile_ms", "store column", "its compile, ms", "non-negative" },
+  { "cache", "store column", "the compile cache: hit | miss", "cache" },
+  { "cached", "column", "answered from the result store, not measured now", "boolean" },
+  { "reason", "measure column run", "why it is not measured (or a note)", "string" },
+  { "slow", "timed measure store column", "stopped early, over SLOW_FACTOR x the best: partial figures", "boolean" },
+  { "remeasured", "store column", "the sweep's figure (ms) before the winner was measured alone", "positive" },
+  { "inflight", "measure store column", "bytes in flight per block (the knee)", "non-negative" },
+  { "stage_inflight", "measure store column", "bytes of one stage per block (the knee)", "non-negative" },
+  { "registers", "store column", "the most registers of its kernels (ptxas)", "count" },
+  { "spills", "store column", "spill stores + loads, bytes, all kernels (ptxas)", "count" },
+  { "failed_in", "measure column", "the step a failed row failed at (M.STEPS)", "step" },
+  { "stall_full", "store column", "traced: the share of consumer time waiting on full (S:run{ trace })", "non-negative" },
+  { "stall_empty", "store column", "traced: the share of producer time waiting on empty", "non-negative" },
+  { "diagnosis", "store column", "traced: the timeline's one-line diagnosis", "string" },
+  { "cost", "measure", "ms per unit of work (the early-exit bar; dropped after the run)", "positive" },
+  { "elapsed_ms", "measure", "how long a cancelled row ran", "non-negative" },
+  { "key", "", "device | driver | program digest | params (M.key_text): its identity in the store and merge", "string" },
+  { "note", "", "what merge says of a key measured more than once", "string" },
+  { "runs", "", "merge: each file's measurement of a key, where they differ", "runs" },
 }
 
 local by_tag = {}
@@ -94,10 +101,26 @@ function M.fmt_value(v)
   return tostring(v)
 end
 
--- "stages=4 rows=32": a point's identity in text (the store's keys and merge use it).
+-- "stages=4 rows=32": a point in text, for people (the reports, labels, messages). Two values
+-- may print alike (0.1000001 and 0.1000002, 1 and "1"): never an identity (M.key_text is).
 function M.params_text(order, p)
   local t = {}
   for _, k in ipairs(order) do t[#t + 1] = k .. "=" .. M.fmt_value(p[k]) end
+  return table.concat(t, " ")
+end
+
+-- A value exactly, its type in the text: numbers to the last bit (%.17g), strings quoted.
+local function exact(v)
+  if type(v) == "number" then return ("%.17g"):format(v) end
+  if type(v) == "string" then return ("%q"):format(v) end
+  return tostring(v)
+end
+
+-- 'alpha=0.10000010000000001 k="1"': a point's identity, the one text the store's keys, replay
+-- and merge use. Two points have one key text only when every value is the same value.
+function M.key_text(order, p)
+  local t = {}
+  for _, k in ipairs(order) do t[#t + 1] = k .. "=" .. exact(p[k]) end
   return table.concat(t, " ")
 end
 
@@ -118,6 +141,80 @@ function M.best(rows)
     if M.ok(r) and (not best or M.figure(r) > M.figure(best)) then best = r end
   end
   return best
+end
+
+-- -- Checking a row read back (a JSON file, a store entry) ---------------------------------------
+
+-- A value for a message: a table read from JSON by its entries (a decoded list carries a metatable).
+local function describe(v)
+  if type(v) ~= "table" then return util.describe(v) end
+  local copy = {}
+  for k, x in pairs(v) do copy[k] = x end
+  return util.describe(copy)
+end
+
+local function finite(v) return type(v) == "number" and v == v and v ~= math.huge and v ~= -math.huge end
+local function scalar(v) return type(v) == "string" or type(v) == "boolean" or finite(v) end
+local IS_STEP = {}
+for _, s in ipairs(M.STEPS) do IS_STEP[s] = true end
+
+-- value rule -> function(v, name) -> nil | "NAME is V: the rule" (a suffix of the row's name).
+local function rule(ok, text)
+  return function(v, name)
+    if not ok(v) then return (".%s is %s: %s"):format(name, describe(v), (text:gsub("NAME", name))) end
+  end
+end
+local RULES = {
+  boolean = rule(function(v) return type(v) == "boolean" end, "NAME must be true or false"),
+  positive = rule(function(v) return finite(v) and v > 0 end, "NAME must be a finite number > 0"),
+  ["non-negative"] = rule(function(v) return finite(v) and v >= 0 end, "NAME must be a finite number >= 0"),
+  count = rule(function(v) return util.is_integer(v) and v >= 0 end, "NAME must be an integer >= 0"),
+  string = rule(function(v) return type(v) == "string" end, "NAME must be a string"),
+  cache = rule(function(v) return v == "hit" or v == "miss" end, 'NAME must be "hit" or "miss"'),
+  step = rule(function(v) return IS_STEP[v] end, "NAME must be one of " .. table.concat(M.STEPS, ", ")),
+  runs = rule(function(v) return type(v) == "table" end, "NAME must be a list of runs"),
+  times = function(v, name)
+    local text = ("%s must be a list of finite numbers > 0"):format(name)
+    if type(v) ~= "table" or #v == 0 then return (".%s is %s: %s"):format(name, describe(v), text) end
+    for i, t in ipairs(v) do
+      if not (finite(t) and t > 0) then return (".%s[%d] is %s: %s"):format(name, i, describe(t), text) end
+    end
+  end,
+}
+
+-- Why the row r, read back from a file, is not one the sweep makes (nil when it is), as a
+-- suffix of the caller's name for it (".ms is \"fast\": a measured row's ms must be ..."): every
+-- field of the schema it carries keeps its value rule, a measured row has its time, and its
+-- params name the order's parameters, each a finite number, a string or a boolean. entry: a
+-- store entry (measured, no index); otherwise the row needs its index. Fields it does not
+-- know are left alone (a newer cuasync's).
+function M.check(r, order, entry)
+  if type(r) ~= "table" or type(r.params) ~= "table" or (not entry and not (util.is_integer(r.index) and r.index >= 1)) then
+    return entry and " has no params" or " has no index or params"
+  end
+  if not M.IS_KIND[r.kind] then
+    return (".kind is %s, not measured, pruned, failed, skipped or cancelled"):format(describe(r.kind))
+  end
+  if entry and r.kind ~= "measured" then return (" is %s, not a measured row"):format(r.kind) end
+  for _, k in ipairs(order or {}) do
+    if r.params[k] == nil then return (".params has no %s, a parameter of its order"):format(k) end
+  end
+  for k, v in pairs(r.params) do
+    if type(k) ~= "string" or not scalar(v) then
+      return (".params.%s is %s: a parameter value must be a number, string or boolean"):format(tostring(k), describe(v))
+    end
+  end
+  if r.kind == "measured" and r.ms == nil then return " is measured but has no ms" end
+  if r.kind == "measured" and r.ms ~= nil and not (finite(r.ms) and r.ms > 0) then
+    return (".ms is %s: a measured row's ms must be a finite number > 0"):format(describe(r.ms))
+  end
+  for _, f in ipairs(M.FIELDS) do
+    local v, check = r[f[1]], RULES[f[4]]
+    if v ~= nil and check then
+      local why = check(v, f[1])
+      if why then return why end
+    end
+  end
 end
 
 return M

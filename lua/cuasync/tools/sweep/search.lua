@@ -8,7 +8,6 @@
 local device = require("cuasync.device")
 local streams = require("cuasync.stream")
 local util = require("cuasync.util")
-local native = require("cuasync.native")
 local rng = require("cuasync.tools.sweep.rng")
 local row = require("cuasync.tools.sweep.row")
 local measure = require("cuasync.tools.sweep.measure")
@@ -18,31 +17,47 @@ local compile = require("cuasync.tools.sweep.compile")
 local memo = require("cuasync.tools.sweep.memo")
 local runners = require("cuasync.tools.sweep.runners")
 local progress = require("cuasync.tools.sweep.progress")
-require("cuasync.cdef.signal")
+local stop = require("cuasync.tools.sweep.stop")
 
 local M = {}
 local WHERE = "sweep.run"
 
 local function now_s() return streams.now_ns() / 1e9 end
-local function stopped_twice() return measure.interrupts() >= 2 end
 
--- The shard's rows, by index, and the candidates (the indices still to evaluate after admit).
-local function shard_rows(S, shard)
-  local rows, by, candidates = {}, {}, {}
+-- The shard's rows, by index (R.rows).
+local function shard_rows(S, R, shard)
+  local rows, by = {}, {}
   for i = 1, S.space:count() do
     if not shard or (i - 1) % shard.n == shard.i - 1 then
       local r = row.new(i, S.space:point(i))
       rows[#rows + 1], by[i] = r, r
-      if measure.admit(S, r) then candidates[#candidates + 1] = i end
     end
   end
   if #rows == 0 then util.fail(WHERE, "the shard holds no point of the cross product") end
-  return rows, by, candidates
+  R.rows = rows
+  return rows, by
+end
+
+-- The candidates: the indices still to evaluate after admit (where, program: the user's code,
+-- so a hard stop there writes every row as not run). Ctrl-C twice leaves the rest not run.
+local function admit(S, R, o, rows)
+  local all, none, candidates = {}, {}, {}
+  for _, r in ipairs(rows) do all[r.index] = true; none[#none + 1] = r.index end
+  stop.keep(S, R, none, all, o.on_stop, true)
+  for _, r in ipairs(rows) do
+    if stop.requested() then
+      row.set(r, "skipped", stop.NOT_RUN)
+      candidates[#candidates + 1] = r.index
+    elseif measure.admit(S, r) then
+      candidates[#candidates + 1] = r.index
+    end
+  end
+  return candidates
 end
 
 -- Why the search stops before the strategy is done (nil: go on).
 local function halted(budget, t0)
-  if stopped_twice() then return "stopped by Ctrl-C (twice)" end
+  if stop.requested() then return stop.REASON end
   if budget and budget.seconds and now_s() - t0 >= budget.seconds then return ("budget of %g s reached"):format(budget.seconds) end
 end
 
@@ -62,6 +77,9 @@ local function search(S, R, o, runs, by, candidates, t0)
     stopped = halted(o.budget, t0)
     local batch = not stopped and chooser:next(seen)
     if not batch or #batch == 0 then break end
+    local pending = {}   -- what a hard stop in this batch leaves not run
+    for _, i in ipairs(candidates) do if seen[i] == nil then pending[i] = true end end
+    stop.keep(S, R, candidates, pending, o.on_stop)
     local room = o.budget and o.budget.points and o.budget.points - evaluated
     if room and #batch > room then
       for k = #batch, room + 1, -1 do batch[k] = nil end
@@ -77,23 +95,15 @@ local function search(S, R, o, runs, by, candidates, t0)
     end
     evaluated = evaluated + #list
   end
-  local missing = 0
-  for _, i in ipairs(candidates) do
-    if seen[i] == nil then
-      missing = missing + 1
-      row.set(by[i], "skipped", stopped_twice() and "not run: the sweep was stopped by Ctrl-C (twice)" or
-        ("not sampled (strategy %s%s)"):format(o.strategy, budget_text(o)))
-    end
-  end
-  R.evaluated, R.complete = evaluated, missing == 0
-  R.stopped = not R.complete and ((stopped or "the strategy stopped") .. (": %d of %d candidate points not sampled"):format(missing, #candidates)) or nil
+  stop.settle(R, by, candidates, seen, stopped, ("not sampled (strategy %s%s)"):format(o.strategy, budget_text(o)))
+  R.evaluated = evaluated
   return measured_now
 end
 
 local function run(S, R, o, compiler)
   local t0 = now_s()
-  local rows, by, candidates = shard_rows(S, o.shard)
-  R.rows = rows
+  local rows, by = shard_rows(S, R, o.shard)
+  local candidates = admit(S, R, o, rows)
   local gpu_ok, why = device.available()
   local can = gpu_ok or S.host
   local m = memo.open(S, R, gpu_ok, o.replay)
@@ -107,8 +117,11 @@ local function run(S, R, o, compiler)
   local runs = runners.new(S, R, { replay = o.replay, force = o.force, measure = can, why = why, gpus = gpus,
                                    memo = m, compiler = compiler, step = compiler.step })
   local measured_now = search(S, R, o, runs, by, candidates, t0)
-  if can and not o.replay and #measured_now > 1 and not stopped_twice() then runs:remeasure(rows) end
-  if o.trace and can and not S.host and not o.replay and not stopped_twice() then runs:trace(rows, o.trace) end
+  if can and not o.replay and #measured_now > 1 and not stop.requested() then
+    stop.keep(S, R, candidates, {}, o.on_stop)
+    runs:remeasure(rows)
+  end
+  if o.trace and can and not S.host and not o.replay and not stop.requested() then runs:trace(rows, o.trace) end
   if can and not o.replay then
     local note = m:keep(rows, measured_now)
     if note then   -- what became of a store that could not be used replaces the problem
@@ -130,19 +143,20 @@ function M.run(S, o)
   local R = M.result(o)
   S.result = R
   -- Ctrl-C is counted while the sweep runs: once cancels the running watched kernel, twice
-  -- stops the sweep (its rows are returned, so the caller still writes them)
-  native.C.cuasync_interrupt_begin()
+  -- stops the sweep (its rows are returned, so the caller still writes them), or, inside a
+  -- variant's own code, ends the process after writing what stop.keep kept (stop.lua)
+  stop.begin()
   local compiler = compile.new(S, o.jobs, progress.new(S.name, o.quiet))
   local ok, err = pcall(run, S, R, o, compiler)
   R.compile_s, R.compile_workers = compiler.seconds, compiler:workers()
   compiler:close()
-  native.C.cuasync_interrupt_end()
+  stop.finish()
   M.publish(S, R)
   if not ok then error(err, 0) end
   return S
 end
 
--- A run's record: { rows, best, complete, stopped, notes, baseline (the baseline's row), strategy,
+-- A run's record: { rows, best, complete, stopped, interrupted, notes, baseline (the baseline's row), strategy,
 -- seed, evaluated, shard, gpus, device_name, store = { damaged, old, path, problem },
 -- skipped_launches, compile_s, compile_workers, at, wall_s }.
 function M.result(o)

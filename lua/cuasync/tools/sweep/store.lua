@@ -1,12 +1,15 @@
 -- The sweep's result store: one JSON file per sweep name in $CUASYNC_CACHE_DIR/sweeps, holding
--- every measured row under its key (device | driver | program digest | parameters), and, per
+-- every measured row under its key (device | driver | program digest | parameters exactly, in
+-- row.key_text: two values that print alike are two keys), and, per
 -- device and driver, the keys of the latest run. A later run takes stored rows instead of
 -- measuring them again; cuasync.sweep.best reads the latest run's best verified row.
 --   { version = 3, entries = { [key] = row + { sum } }, runs = { [device key] = { at, keys } } }
 -- Each entry is sealed (fs.seal: the SHA-256 of its JSON in `sum`): an entry whose sum does not
--- match, or that is not a measured row, was damaged and is measured again, never trusted. The
--- file is written atomically (fs.write_atomic), under a lock, merged with what concurrent runs
--- wrote. Entries of versions 1 and 2 (unsealed) are measured again.
+-- match, or that is not a measured row the sweep would make (row.check), was damaged and is
+-- measured again, never trusted. The file is written atomically (fs.write_atomic), under a lock,
+-- merged with what concurrent runs wrote. Entries of versions 1 and 2 (unsealed) are measured
+-- again; so are entries stored under the keys of before (parameters as the reports print them,
+-- %.6g): no key of now matches them, and they stay until the file is removed.
 local device = require("cuasync.device")
 local util = require("cuasync.util")
 local cache = require("cuasync.cache")
@@ -15,6 +18,18 @@ local json = require("cuasync.tools.json")
 local row = require("cuasync.tools.sweep.row")
 
 local M = { VERSION = 3 }
+
+-- The rule of a sweep's name, for the sweep that takes it and for sweep.best that reads its
+-- results: letters, digits, '_', '.' or '-', neither "." nor ".." (the name is a file here and
+-- a directory under cuasync-slurm/).
+function M.check_name(where, name)
+  util.cstring(where, "name", name)
+  if not name:match("^[%w_%.%-]+$") or name == "." or name == ".." then
+    util.fail(where, ("name %s is not a sweep name: letters, digits, '_', '.' or '-', and not \".\" or \"..\" (it names result files)"):format(
+      util.describe(name)))
+  end
+  return name
+end
 
 function M.path(name)
   return (cache.dir() or ".") .. "/sweeps/" .. name .. ".json"
@@ -25,9 +40,9 @@ function M.device_key(dev)
   return dev.name .. "|" .. tostring(device.driver_version())
 end
 
--- A row's key in the store: device | driver, program digest, parameters.
-function M.key(device_key, digest, params_text)
-  return device_key .. "|" .. digest .. "|" .. params_text
+-- A row's key in the store: device | driver, program digest, parameters (row.key_text).
+function M.key(device_key, digest, key_text)
+  return device_key .. "|" .. digest .. "|" .. key_text
 end
 
 -- A row sealed as a store entry (fs.seal: the checksum every sealed file of cuasync carries).
@@ -38,11 +53,11 @@ function M.entry(r)
   return M.seal(row.pick(r, "store"))
 end
 
--- An entry is trusted only when its sum matches and it is what the sweep writes: a measured
--- row with its params and a finite time (a sealed entry of anything else came from elsewhere).
+-- An entry is trusted only when its sum matches and it is what the sweep writes: a measured row
+-- whose every value keeps the row's rules (row.check; a sealed entry of anything else came from
+-- elsewhere).
 local function trusted(e)
-  return fs.sealed(e) and e.kind == "measured"
-         and type(e.params) == "table" and type(e.ms) == "number" and e.ms > 0 and e.ms < math.huge
+  return fs.sealed(e) and row.check(e, nil, true) == nil
 end
 
 -- Read the store file: { entries, runs, damaged, old } or nil and why it is not a store.
@@ -139,10 +154,7 @@ end
 -- measured row of the latest run of sweep `name` on this device and driver (without a device
 -- given: the current GPU, or the host rows of a host = true sweep where there is no GPU).
 function M.best(name, opts)
-  util.cstring("sweep.best", "name", name)
-  if name:find("[/%z]") or name == "" or name:sub(1, 1) == "." then
-    util.fail("sweep.best", ("name %s is not a sweep name (no '/', not empty, not starting with '.')"):format(util.describe(name)))
-  end
+  M.check_name("sweep.best", name)
   if not rawequal(opts, nil) then   -- a NULL cdata is == nil, but it was given
     util.kind("sweep.best", "opts", opts, "table")
     util.known_fields("sweep.best", opts, { device = true })
@@ -164,20 +176,24 @@ function M.best(name, opts)
     return nil, ("no run of sweep '%s' stored for %s (its rows in %s are of other devices or drivers: run it again here)"):format(
       name, key, M.path(name))
   end
-  local best, unverified
+  -- verified: a verify passed (a row never verified, its sweep without verify, is not offered)
+  local best, failed, never = nil, 0, 0
   for _, k in ipairs(run.keys) do
     local e = store.entries[k]
     if type(e) == "table" and e.kind == "measured" and type(e.params) == "table" and row.figure(e) then
       if e.verified == false then
-        unverified = (unverified or 0) + 1
+        failed = failed + 1
+      elseif e.verified ~= true then
+        never = never + 1
       elseif not best or row.figure(e) > row.figure(best) then
         best = e
       end
     end
   end
   if not best then
-    return nil, ("the latest run of sweep '%s' on %s has no verified measured row (%d measured%s; its other rows failed, were pruned or skipped: S:print() shows why)"):format(
-      name, key, #run.keys, unverified and (", " .. unverified .. " of them unverified") or "")
+    return nil, ("the latest run of sweep '%s' on %s has no verified measured row (%d measured%s%s; its other rows failed, were pruned or skipped: S:print() shows why)"):format(
+      name, key, #run.keys, failed > 0 and (", " .. failed .. " of them unverified") or "",
+      never > 0 and (", %d of them never verified: build(p) returned no verify"):format(never) or "")
   end
   local params, out = {}, {}
   for k, v in pairs(best.params) do params[k] = v end

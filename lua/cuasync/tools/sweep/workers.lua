@@ -10,8 +10,7 @@ local json = require("cuasync.tools.json")
 local toolkit = require("cuasync.toolkit")
 local runner = require("cuasync.tools.sweep.measure")
 local row = require("cuasync.tools.sweep.row")
-local native = require("cuasync.native")
-require("cuasync.cdef.signal")
+local stop = require("cuasync.tools.sweep.stop")
 
 local ffi = require("ffi")
 
@@ -58,8 +57,9 @@ end
 -- worker takes compile tasks from its stdin, one JSON line each, until the sweep closes it.
 function M.serve(S, task, space)
   -- the terminal's Ctrl-C reaches the whole process group: a worker counts it (and cancels a
-  -- watched kernel, as the main process does) instead of dying with its share half done
-  native.C.cuasync_interrupt_begin()
+  -- watched kernel, as the main process does) instead of dying with its share half done; the
+  -- rule of a second one inside a variant's code, or a third, is the main process's (stop.lua)
+  stop.begin()
   S.result = S.result or { rows = {} }   -- a worker's notes stay its own
   if task.mode == "pool" then
     local function say(line)   -- one short line per write: atomic in a FIFO

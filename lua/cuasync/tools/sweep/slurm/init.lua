@@ -14,56 +14,35 @@ local merge = require("cuasync.tools.sweep.merge")
 local progress = require("cuasync.tools.sweep.progress")
 local script = require("cuasync.tools.sweep.slurm.script")
 local queue = require("cuasync.tools.sweep.slurm.queue")
+local submit = require("cuasync.tools.sweep.slurm.submit")
+local rules = require("cuasync.tools.sweep.rules")
 
-local M = { queue = queue, script = script }
+local M = { queue = queue, script = script, submit = submit }
 local WHERE = "sweep.run"
 local FIELDS = { shards = true, partition = true, gpus_per_task = true, time = true, sbatch_args = true, wait = true,
                  dry_run = true, dir = true, poll_s = true }
-local TIME_FORMS = { "^%d+$", "^%d+:%d%d$", "^%d+:%d%d:%d%d$", "^%d+%-%d+$", "^%d+%-%d+:%d%d$", "^%d+%-%d+:%d%d:%d%d$" }
 
-local function no_space(name, s)
-  util.cstring(WHERE, name, s)
-  if s:find("[%s'\"\\]") then
-    util.fail(WHERE, ("%s must hold no spaces, quotes or backslashes (it goes on #SBATCH lines; got %s)"):format(name, util.describe(s)))
-  end
-  return s
-end
-
--- The slurm table, checked, with its defaults.
+-- The slurm table, checked (each field by its rule in ../rules.lua, which the command's
+-- options read too), with its defaults.
 function M.options(S, t)
   util.kind(WHERE, "slurm", t, "table")
   util.known_fields(WHERE, t, FIELDS, "slurm")
-  local o = { shards = util.int_in(WHERE, "slurm.shards", t.shards or 4, 1, 100000),
-              gpus_per_task = util.int_in(WHERE, "slurm.gpus_per_task", t.gpus_per_task or (S.host and 0 or 1), 0, 64),
-              sbatch_args = {}, poll_s = t.poll_s or 2 }
-  if t.partition ~= nil then o.partition = no_space("slurm.partition", t.partition) end
-  if t.time ~= nil then
-    util.cstring(WHERE, "slurm.time", t.time)
-    local ok = false
-    for _, f in ipairs(TIME_FORMS) do ok = ok or t.time:match(f) ~= nil end
-    if not ok then
-      util.fail(WHERE, ('slurm.time must be a Slurm time limit: "minutes", "MM:SS", "HH:MM:SS" or "D-HH[:MM[:SS]]" (got %s)'):format(util.describe(t.time)))
-    end
-    o.time = t.time
-  end
+  local o = { shards = rules.check(WHERE, "slurm.shards", t.shards or 4),
+              gpus_per_task = rules.check(WHERE, "slurm.gpus_per_task", t.gpus_per_task or (S.host and 0 or 1)),
+              sbatch_args = {}, poll_s = rules.check(WHERE, "slurm.poll_s", t.poll_s or 2) }
+  if t.partition ~= nil then o.partition = rules.check(WHERE, "slurm.partition", t.partition) end
+  if t.time ~= nil then o.time = rules.check(WHERE, "slurm.time", t.time) end
   if t.sbatch_args ~= nil then
     util.list(WHERE, "slurm.sbatch_args", t.sbatch_args)
     for i, a in ipairs(t.sbatch_args) do
-      util.cstring(WHERE, ("slurm.sbatch_args[%d]"):format(i), a)
-      if not a:match("^%-") or a:find("\n") then
-        util.fail(WHERE, ("slurm.sbatch_args[%d] must be one sbatch option starting with '-' (got %s)"):format(i, util.describe(a)))
-      end
-      o.sbatch_args[i] = a
+      o.sbatch_args[i] = rules.check(WHERE, "slurm.sbatch_args[]", a, ("slurm.sbatch_args[%d]"):format(i))
     end
   end
   for _, f in ipairs({ "wait", "dry_run" }) do
     if t[f] ~= nil and type(t[f]) ~= "boolean" then util.fail(WHERE, ("slurm.%s must be a boolean (got %s)"):format(f, util.describe(t[f]))) end
     o[f] = t[f] == true
   end
-  if type(o.poll_s) ~= "number" or not (o.poll_s > 0 and o.poll_s <= 60) then
-    util.fail(WHERE, ("slurm.poll_s must be a number of seconds in (0, 60] (got %s)"):format(util.describe(t.poll_s)))
-  end
-  o.dir = no_space("slurm.dir", t.dir or ("cuasync-slurm/" .. S.name))
+  o.dir = rules.check(WHERE, "slurm.dir", t.dir or ("cuasync-slurm/" .. S.name))
   return o
 end
 
@@ -86,7 +65,7 @@ function M.serve(S, task, o, run)
   os.exit(0)
 end
 
-local function shard_path(dir, i) return ("%s/shard_%d.json"):format(dir, i) end
+local shard_path = script.shard_path
 
 -- The shard's document if DIR holds a whole one of this sweep, else nil.
 local function shard_doc(S, dir, i, n)
@@ -109,11 +88,7 @@ end
 local function now_s() return streams.now_ns() / 1e9 end
 
 -- A file operation's result, or a named error before anything is submitted.
-local function checked(ok, why)
-  if not ok then util.fail(WHERE, "slurm: " .. why .. " (nothing was submitted)") end
-  return ok
-end
-
+local checked = submit.checked
 -- The paths of the n shards in DIR, all present and of the sweep the manifest names (the merge
 -- job's input); a named error for a missing one.
 function M.shard_paths(dir)
@@ -166,7 +141,7 @@ local function follow(S, sl, job, quiet)
     util.fail(WHERE, ("%d of the %d shards submitted failed: %s. The other shards' results stay in %s; run the sweep again to submit only the missing shards (the merge job %s was cancelled)"):format(
       #failed, total, table.concat(failed, "; "), sl.dir, job.merge))
   end
-  local merged = ("%s/%s.json"):format(sl.dir, S.name)
+  local merged = script.merged_path(sl.dir, S.name)
   while true do
     local q = queue.queued({ job.merge })
     if q and not q[job.merge] then break end
@@ -186,14 +161,17 @@ function M.run(S, o, sl)
   if not S.script then
     util.fail(WHERE, "a Slurm sweep's array tasks run the script that made the sweep again, and this sweep was not made from a script file")
   end
+  local note
+  if sl.shards > S.space:count() then   -- a shard without a point has nothing to run
+    note = ("%d shards asked for, but the sweep has %d points: %d shards, one point each"):format(sl.shards, S.space:count(), S.space:count())
+    sl.shards = S.space:count()
+  end
   local cwd = os.getenv("PWD") or "."
   if sl.dir:sub(1, 1) ~= "/" then sl.dir = cwd .. "/" .. sl.dir end
   local have_sbatch = queue.which("sbatch")
   if not sl.dry_run and not have_sbatch then
     util.fail(WHERE, "slurm: sbatch is not on PATH: install Slurm's client (Debian: apt-get install slurm-client) and set SLURM_CONF to the cluster's slurm.conf, or run where Slurm is")
   end
-  local made, why = fs.mkdirs(sl.dir)
-  if not made then util.fail(WHERE, ("slurm: cannot make the directory %s: %s"):format(sl.dir, why)) end
   local man_path = sl.dir .. "/manifest.json"
   local man = fs.kind(man_path) == "file" and json.decode_file(man_path) or nil
   local id = identity(S, sl.shards)
@@ -201,6 +179,7 @@ function M.run(S, o, sl)
     util.fail(WHERE, ("slurm: %s holds the shards of another sweep, or of another shard count (%s): give slurm.dir another directory, or force = true (--force) to start it over"):format(
       sl.dir, tostring(man.shards) .. " shards of " .. tostring(man.name)))
   end
+  if type(man) ~= "table" then submit.foreign(S, sl) end   -- a directory no Slurm run made
   if type(man) ~= "table" or man.identity ~= id or o.force then man = { identity = id, name = S.name, shards = sl.shards, jobs = {} } end
   local last = man.jobs[#man.jobs]
   if last and have_sbatch then
@@ -220,8 +199,8 @@ function M.run(S, o, sl)
                  time = sl.time, gpus_per_task = sl.gpus_per_task, sbatch_args = sl.sbatch_args,
                  lua = queue.which(os.getenv("LUAJIT") or "luajit") or "luajit",
                  lua_path = package.path, lua_cpath = package.cpath, argv = { S.script, unpack(S.args) } }
-  S.slurm = { dir = sl.dir, shards = sl.shards, submitted = missing, kept = sl.shards - #missing, dry_run = sl.dry_run }
-  local merged = ("%s/%s.json"):format(sl.dir, S.name)
+  S.slurm = { dir = sl.dir, shards = sl.shards, submitted = missing, kept = sl.shards - #missing, dry_run = sl.dry_run, note = note }
+  local merged = script.merged_path(sl.dir, S.name)
   if #missing == 0 then   -- every shard is in: nothing to submit, the merge happens here
     local paths = M.shard_paths(sl.dir)
     merge.into(S, paths)
@@ -231,34 +210,18 @@ function M.run(S, o, sl)
     return S
   end
   S.slurm.script, S.slurm.merge_script = script.array(text), script.merge(text)
-  if sl.dry_run then return S end
-  -- a stale shard left in place would pass for this run's: a file that stays is an error too
+  if sl.dry_run then return S end   -- nothing made, not even the directory
+  local made, why = fs.mkdirs(sl.dir)
+  if not made then util.fail(WHERE, ("slurm: cannot make the directory %s: %s"):format(sl.dir, why)) end
+  checked(fs.write_json(man_path, man, { atomic = true }))   -- the identity first: every file of ours beside it
   checked(fs.write(sl.dir .. "/array.sbatch", S.slurm.script))
   checked(fs.write(sl.dir .. "/merge.sbatch", S.slurm.merge_script))
-  for _, i in ipairs(missing) do checked(fs.remove(shard_path(sl.dir, i))) end
-  checked(fs.remove(merged))
-  checked(fs.write_json(man_path, man, { atomic = true }))   -- the identity, before any job runs
   local t0 = now_s()
-  local array, why = queue.submit(sl.dir .. "/array.sbatch")
-  if not array then util.fail(WHERE, "slurm: sbatch refused the job array: " .. why) end
-  local mjob, mwhy = queue.submit(sl.dir .. "/merge.sbatch", { "--dependency=afterok:" .. array })
-  if not mjob then
-    queue.cancel(array)
-    util.fail(WHERE, ("slurm: sbatch refused the merge job (the array %s was cancelled): %s"):format(array, mwhy))
-  end
-  local job = { array = array, merge = mjob, indices = missing, at = os.time() }
-  man.jobs[#man.jobs + 1] = job
-  local kept, kwhy = fs.write_json(man_path, man, { atomic = true })
-  if not kept then   -- the jobs run, but a later run could not tell they were submitted
-    queue.cancel(mjob); queue.cancel(array)
-    util.fail(WHERE, ("slurm: %s (the array %s and the merge job %s were cancelled)"):format(kwhy, array, mjob))
-  end
-  S.slurm.array, S.slurm.merge = array, mjob
+  local job = submit.jobs(S, sl, man, man_path, missing)
+  S.slurm.array, S.slurm.merge = job.array, job.merge
   if not sl.wait then return S end
   follow(S, sl, job, o.quiet)
-  merge.into(S, { merged })
-  S.complete = S.complete ~= false
-  S.result.complete = S.complete
+  merge.into(S, { merged })   -- its S.complete: false where a shard's rows are missing
   local longest, sum = 0, 0
   for i = 0, sl.shards - 1 do
     local doc = shard_doc(S, sl.dir, i, sl.shards)

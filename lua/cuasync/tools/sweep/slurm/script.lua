@@ -5,6 +5,11 @@ local shell_quote = require("cuasync.tools.isolate").shell_quote
 
 local M = {}
 
+-- The files of a Slurm run's directory: shard i's results (0-based, as the array's index), and
+-- the merged results.
+function M.shard_path(dir, i) return ("%s/shard_%d.json"):format(dir, i) end
+function M.merged_path(dir, name) return ("%s/%s.json"):format(dir, name) end
+
 -- "0,2-3" for the 0-based indices { 0, 2, 3 }.
 function M.ranges(indices)
   local out, i = {}, 1

@@ -2,11 +2,9 @@
 -- strategy is one file and one line below. A strategy is a function(ctx) -> { next(seen) }
 -- returning the next batch of candidate indices (nil when it is done); ctx = { candidates,
 -- space, rng, batch }. seen[i] is the figure of an evaluated point (false: it failed).
-local util = require("cuasync.util")
-
 local M = {}
 
--- name -> what it does (the usage text and the error for an unknown name show these).
+-- name -> what it does (the usage text shows these; the rule for a name is in ../rules.lua).
 M.DOC = {
   exhaustive = "every candidate, in the space's order (one batch without a budget)",
   random = "the candidates in an order drawn from the seed; with a points budget, a uniform sample",
@@ -17,13 +15,6 @@ M.DOC = {
 }
 M.NAMES = { "exhaustive", "random", "local", "replay" }
 local ALIAS = { replay = "exhaustive" }
-
-function M.check(where, name)
-  if type(name) ~= "string" or not M.DOC[name] then
-    util.fail(where, ("strategy must be one of %s (got %s)"):format(table.concat(M.NAMES, ", "), util.describe(name)))
-  end
-  return name
-end
 
 -- The chooser of a strategy: ctor(ctx) -> { next = fn }.
 function M.load(name)
