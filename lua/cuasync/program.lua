@@ -108,22 +108,16 @@ local function new(spec, hooks)
   -- pch = true: NVRTC's automatic precompiled header where the program qualifies (compiler.lua)
   if spec.pch ~= nil and type(spec.pch) ~= "boolean" then fail(("pch must be a boolean (got %s)"):format(util.describe(spec.pch))) end
   p.pch = spec.pch
-  -- the watchdog (watchdog.lua): its defines compile the bounded waits of watchdog.cuh
-  p.watchdog = watchdog.options(spec.watchdog)
-  if p.watchdog then
-    for k, v in pairs(watchdog.defines(p.watchdog)) do
-      if p.defines[k] then fail(("defines.%s is set by the watchdog (use watchdog = { ... })"):format(k)) end
-      p.defines[k] = define_value(k, v)
-      dnames[#dnames + 1] = k
-    end
-  end
-  -- the timeline (trace/init.lua): its defines compile trace.cuh's records
-  p.trace = trace.options(spec.trace)
-  if p.trace then
-    for k, v in pairs(trace.defines(p.trace)) do
-      if p.defines[k] then fail(("defines.%s is set by the trace (use trace = { ... })"):format(k)) end
-      p.defines[k] = define_value(k, v)
-      dnames[#dnames + 1] = k
+  -- the watchdog (watchdog.lua) and the timeline (trace/init.lua): their defines compile
+  -- watchdog.cuh's bounded waits and trace.cuh's records; a user's define may not take one
+  p.watchdog, p.trace = watchdog.options(spec.watchdog), trace.options(spec.trace)
+  for _, f in ipairs({ { "watchdog", watchdog }, { "trace", trace } }) do
+    if p[f[1]] then
+      for k, v in pairs(f[2].defines(p[f[1]])) do
+        if p.defines[k] then fail(("defines.%s is set by the %s (use %s = { ... })"):format(k, f[1], f[1])) end
+        p.defines[k] = define_value(k, v)
+        dnames[#dnames + 1] = k
+      end
     end
   end
   table.sort(dnames)
