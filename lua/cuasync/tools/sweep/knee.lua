@@ -12,6 +12,7 @@
 -- measured knee, in steps apart.
 local util = require("cuasync.util")
 local row = require("cuasync.tools.sweep.row")
+local timeline = require("cuasync.model.timeline")
 
 local M = {}
 local K = {}
@@ -59,7 +60,8 @@ function M.find(S, o)
     local pts = {}
     for _, xv in ipairs(xs or {}) do
       local r = groups[label][xv]
-      if r then pts[#pts + 1] = { x = xv, figure = row.figure(r), inflight = r.inflight, stage = r.stage_inflight } end
+      if r then pts[#pts + 1] = { x = xv, figure = row.figure(r), inflight = r.inflight, stage = r.stage_inflight,
+                                  stall_full = r.stall_full } end
       if r and r.stage_inflight then out.staged = true end
     end
     if #pts > 0 then
@@ -77,6 +79,14 @@ function M.find(S, o)
           if p.inflight and p.inflight >= p.need then s.predicted, s.predicted_index = p.x, i break end
         end
         s.off = s.predicted_index and math.abs(s.predicted_index - at) or nil
+      end
+      -- where the rows were traced (S:run{ trace = "all" }): the x from which consumers stop
+      -- waiting on full (model/timeline.lua's knee_stage)
+      local traced = {}
+      for _, p in ipairs(pts) do if p.stall_full then traced[#traced + 1] = { stages = p.x, consumer_full = p.stall_full } end end
+      if #traced > 0 and type(pts[1].x) == "number" then
+        s.timeline = timeline.knee_stage(traced)
+        for i, p in ipairs(pts) do if p.x == s.timeline then s.timeline_off = math.abs(i - at) end end
       end
       out.series[#out.series + 1] = s
     end
@@ -110,6 +120,10 @@ function K:text()
       else
         l = l .. "; predicted beyond the last point (no point has that much in flight)"
       end
+    end
+    if s.timeline ~= nil then
+      l = l .. ("; the timeline: consumers stop waiting on full at %s=%s, %d step%s off"):format(self.x,
+        row.fmt_value(s.timeline), s.timeline_off, s.timeline_off == 1 and "" or "s")
     end
     lines[#lines + 1] = l
   end
