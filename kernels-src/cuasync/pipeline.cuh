@@ -36,6 +36,9 @@ struct pipeline_stages {
     typedef stage_state<Config::stages> state;
 
     unsigned char *base;   // the dynamic shared memory, rounded up to Config::align
+#ifdef CUASYNC_TRACE
+    trace::event *trace_rings[2];   // this warp's producer and consumer rings (CUASYNC_TRACE_OFF: not traced)
+#endif
 
     // Carve from dynamic shared memory (the plan's smem_bytes include the rounding slack).
     __device__ pipeline_stages()
@@ -44,6 +47,10 @@ struct pipeline_stages {
         const unsigned addr = smem_addr(cuasync_pipeline_smem_);
         const unsigned aligned = (addr + Config::align - 1u) & ~(Config::align - 1u);
         base = cuasync_pipeline_smem_ + (aligned - addr);
+#ifdef CUASYNC_TRACE
+        trace_rings[0] = trace::ring_of(1u);
+        trace_rings[1] = trace::ring_of(2u);
+#endif
     }
 
     __device__ mbarrier_t *full(int s) const { return reinterpret_cast<mbarrier_t *>(base + Config::full_offset) + s; }
@@ -68,8 +75,10 @@ struct pipeline_stages {
     // The timeline's record of a pipeline event on bar at st (role 1 producer, 2 consumer).
     __device__ void traced(unsigned kind, mbarrier_t *bar, const state &st, unsigned role) const
     {
-        trace::event_at(kind, smem_addr(bar), smem_addr(base), st.phase, role, st.iteration);
+        trace::event *e = trace_rings[role - 1u];
+        if (e != CUASYNC_TRACE_OFF) trace::at_ring(e, kind, smem_addr(bar), smem_addr(base), st.phase, role, st.iteration, trace::cycles(), 0u);
     }
+    __device__ trace::event *trace_ring(unsigned role) const { return trace_rings[role - 1u]; }
 #endif
 };
 
@@ -93,8 +102,12 @@ struct pipeline_tx_bytes : pipeline_stages<Config> {
 #else
         const unsigned received = 0u, armed = 0u;
 #endif
-        return watchdog::site{ smem_addr(bar), st.phase, smem_addr(this->base), (unsigned)st.index, role, st.iteration,
+        watchdog::site s{ smem_addr(bar), st.phase, smem_addr(this->base), (unsigned)st.index, role, st.iteration,
                                received, armed };
+#ifdef CUASYNC_TRACE
+        s.trace_ring = this->trace_ring(role);
+#endif
+        return s;
     }
 
 #if __CUDA_ARCH__ >= 900

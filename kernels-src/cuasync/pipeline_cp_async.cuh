@@ -40,8 +40,12 @@ struct pipeline_cp_async_copies : pipeline_stages<Config> {
 #else
         const unsigned received = 0u;
 #endif
-        return watchdog::site{ smem_addr(bar), st.phase, smem_addr(this->base), (unsigned)st.index, role, st.iteration,
+        watchdog::site s{ smem_addr(bar), st.phase, smem_addr(this->base), (unsigned)st.index, role, st.iteration,
                                received, 0u };
+#ifdef CUASYNC_TRACE
+        s.trace_ring = this->trace_ring(role);
+#endif
+        return s;
     }
 
     // Producer threads, between producer_acquire and producer_commit: each issues its share of

@@ -116,6 +116,25 @@ __device__ __forceinline__ event *ring(unsigned r, slot **sl, header **hp)
            ((unsigned long long)s * 3u + r) * (unsigned)(CUASYNC_TRACE_EVENTS);
 }
 
+// A site's ring once it was looked up for a block that is not traced (nullptr: not looked up).
+#define CUASYNC_TRACE_OFF (reinterpret_cast<cuasync::trace::event *>(1))
+
+// This warp's ring r (1 producer, 2 consumer) in a traced block, or CUASYNC_TRACE_OFF: found
+// once, when a pipeline is made, and carried in its sites, so that an untraced block pays one
+// test per event and a traced one no address arithmetic.
+__device__ __forceinline__ event *ring_of(unsigned r)
+{
+    unsigned char *buf = cuasync_trace.buf;
+    const int ord = ordinal();
+    if (buf == nullptr || ord < 0) return CUASYNC_TRACE_OFF;
+    const unsigned threads = blockDim.x * blockDim.y * blockDim.z;
+    const unsigned warp = (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) / 32u;
+    const unsigned s = (unsigned)ord * ((threads + 31u) / 32u) + warp;
+    if (s >= cuasync_trace.slots) return CUASYNC_TRACE_OFF;
+    return reinterpret_cast<event *>(buf + sizeof(header) + sizeof(slot) * cuasync_trace.slots) +
+           ((unsigned long long)s * 3u + r) * (unsigned)(CUASYNC_TRACE_EVENTS);
+}
+
 __device__ __forceinline__ void store(event *e, unsigned long long t, unsigned dur, unsigned a, unsigned b, unsigned epoch,
                                       unsigned long long aux)
 {
@@ -169,6 +188,20 @@ __device__ __forceinline__ void at(unsigned k, unsigned bar, unsigned base, unsi
     if (e == nullptr) return;
     const bool w = k == (unsigned)wait;
     store(e + (2u * it + (w ? 0u : 1u)) % (unsigned)(CUASYNC_TRACE_EVENTS), t, dur, a, it, cuasync_trace.epoch, 0ull);
+    if (w && (it & 15u) == 0u) put(0u, where(sync, 0u, 0u, 0u, role), it);
+}
+
+// mov.u32 r, %laneid;                                                  // PTX ISA 1.3, sm_10
+// A pipeline role's event into its ring e (ring_of), by the warp's lowest active lane.
+__device__ __forceinline__ void at_ring(event *e, unsigned k, unsigned bar, unsigned base, unsigned parity, unsigned role,
+                                        unsigned it, unsigned long long t, unsigned dur)
+{
+    unsigned lane;
+    asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
+    if ((unsigned)(__ffs(__activemask()) - 1) != lane) return;
+    const bool w = k == (unsigned)wait;
+    store(e + (2u * it + (w ? 0u : 1u)) % (unsigned)(CUASYNC_TRACE_EVENTS), t, dur,
+          where(k, bar, base, parity, role) | (1u << 30), it, cuasync_trace.epoch, 0ull);
     if (w && (it & 15u) == 0u) put(0u, where(sync, 0u, 0u, 0u, role), it);
 }
 

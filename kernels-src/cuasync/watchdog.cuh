@@ -29,6 +29,10 @@ struct site {
                           // barrier received (a cp.async plan's full wait: the arrivals its
                           // full barrier was sent) (0: none); the pipeline's Config places it
     unsigned armed;       // shared address of the count of stages the producer armed (0: none)
+#ifdef CUASYNC_TRACE
+    trace::event *trace_ring;   // a plan pipeline's wait: its role's ring, CUASYNC_TRACE_OFF (an
+                                // untraced block); nullptr: not looked up (the ring is found per event)
+#endif
 };
 
 // mov.u64 t, %globaltimer;                                            // PTX ISA 3.1, sm_30
@@ -218,7 +222,16 @@ template <typename Done>
 __device__ __forceinline__ void spin_until(Done done, const site &s)
 {
 #ifdef CUASYNC_TRACE
-    if ((s.bar != 0u || s.role != 0u) && trace::recording()) {
+    if (s.trace_ring == CUASYNC_TRACE_OFF) { spin_core(done, s); return; }
+    if (s.trace_ring != nullptr) {   // a plan pipeline's wait in a traced block
+        const unsigned long long t0 = trace::cycles();
+        spin_core(done, s);
+        const unsigned long long d = trace::cycles() - t0;
+        trace::at_ring(s.trace_ring, trace::wait, s.bar, s.base, s.parity, s.role, s.iteration, t0,
+                       d > 0xFFFFFFFFull ? 0xFFFFFFFFu : (unsigned)d);
+        return;
+    }
+    if ((s.bar != 0u || s.role != 0u) && trace::recording()) {   // a plain barrier's, a hand-written ring's
         const unsigned long long t0 = trace::cycles();
         spin_core(done, s);
         trace::waited(s.bar, s.base, s.parity, s.role, s.iteration, t0);
