@@ -3,6 +3,11 @@
 -- (model/timeline.lua's knee_stage), and how far it lands from the measured one. No GPU: rows
 -- set by hand, as a traced run leaves them.
 local sweep = require("cuasync.tools.sweep")
+local cuasync = require("cuasync")
+local ffi = require("ffi")
+local H = require("helper")
+local gpu_it = H.gpu_it(it, pending)
+pcall(ffi.cdef, "int memcmp(const void *a, const void *b, size_t n);")
 
 local function traced(figs, full)
   local S = sweep{ name = "knee_timeline", host = true, params = { stages = { 1, 2, 3, 4, 5 } },
@@ -32,5 +37,43 @@ describe("sweep knee with timelines", function()
     local K = S:knee{ x = "stages" }
     assert.is_nil(K.series[1].timeline)
     assert.is_nil(K:text():find("timeline", 1, true))
+  end)
+
+  gpu_it("S:run{ trace = \"all\" } puts each variant's timeline in its row, verified, and the knee reads it", function()
+    local W, Hh, rows = 1024, 1024, 32
+    local n = W * Hh
+    local host = cuasync.host_alloc(n * 4)
+    local x = ffi.cast("uint32_t *", host.ptr)
+    for i = 0, n - 1 do x[i] = H.random_u32() end
+    local src, dst = cuasync.alloc(n * 4), cuasync.alloc(n * 4)
+    src:upload(host)
+    local function map(real) return cuasync.tensormap{ buffer = real and src or nil, ptr = not real and 256 or nil,
+      bytes = not real and n * 4 or nil, encode = real, dtype = "f32", dims = { W, Hh }, box = { 64, rows } } end
+    local function plan(p) return cuasync.pipeline{ name = "tma", stages = p.stages, loads = { { map = map(false), name = "in" } },
+      producer = { warps = 1 }, consumer = { warps = 2 } } end
+    local function program(p) return plan(p):program{ file = "pipeline_tma.cu", defines = { BOX_X = 64, BOX_Y = rows } } end
+    local S = sweep{ name = "knee_timeline_gpu", params = { stages = { 1, 2, 3 } }, program = program, rounds = 2, reps = 3,
+      build = function(p)
+        local P = plan(p)
+        local k = program(p):compile():kernel("pipeline_tma", "tensormap, ptr, u32, u32, u32")
+        return { run = k:prepare(P:launch_config{ grid = 16 }, map(true), dst, W, W / 64, (W / 64) * (Hh / rows)), bytes = 2 * n * 4,
+                 poison = function() dst:fill(0xA5) end,
+                 verify = function() return ffi.C.memcmp(dst:download("uint32_t", n), x, n * 4) == 0 and host ~= nil end }
+      end }
+    S:run{ trace = "all", quiet = true, force = true, jobs = 1 }
+    local traced = 0
+    for _, r in ipairs(S.rows) do
+      assert.equal("measured", r.kind, tostring(r.reason))
+      assert.is_true(r.verified)
+      if r.stall_full then
+        traced = traced + 1
+        assert.is_true(r.stall_full >= 0 and r.stall_full <= 1 and r.stall_empty >= 0 and r.stall_empty <= 1)
+        assert.truthy(r.diagnosis)
+      end
+    end
+    assert.equal(3, traced, table.concat(S.notes or {}, "; "))
+    local K = S:knee{ x = "stages" }
+    assert.truthy(K.series[1].timeline == nil or type(K.series[1].timeline) == "number")
+    assert.truthy(S:write("csv", H.tmpdir() .. "/k.csv"))
   end)
 end)
