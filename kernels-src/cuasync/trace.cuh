@@ -223,7 +223,7 @@ __device__ __forceinline__ void waited(unsigned bar, unsigned base, unsigned par
                                        unsigned long long t0)
 {
     const unsigned long long d = cycles() - t0;
-    at(wait, bar, base, parity, role, it, t0, d > 0xFFFFFFFFull ? 0xFFFFFFFFu : (unsigned)d);
+    at(wait, bar, base, parity, role, it, t0, d > 0xFFFFFFFEull ? 0xFFFFFFFEu : (unsigned)d);   // all ones: never ended
 }
 
 // A wait the watchdog ended (it never saw its phase complete), begun at t0_ns (%globaltimer):

@@ -228,7 +228,7 @@ __device__ __forceinline__ void spin_until(Done done, const site &s)
         spin_core(done, s);
         const unsigned long long d = trace::cycles() - t0;
         trace::at_ring(s.trace_ring, trace::wait, s.bar, s.base, s.parity, s.role, s.iteration, t0,
-                       d > 0xFFFFFFFFull ? 0xFFFFFFFFu : (unsigned)d);
+                       d > 0xFFFFFFFEull ? 0xFFFFFFFEu : (unsigned)d);   // all ones: never ended (left)
         return;
     }
     if ((s.bar != 0u || s.role != 0u) && trace::recording()) {   // a plain barrier's, a hand-written ring's

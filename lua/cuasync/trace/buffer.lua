@@ -60,7 +60,12 @@ function M.prepare(k, c)
   local slots = slots_of(o, c)
   local bytes = layout.bytes(slots, o.events)
   if not t.dev or t.bytes < bytes then
-    if t.guard then t.guard = nil; collectgarbage() end
+    if t.guard then
+      -- the last launch may still write into the old buffer: wait for it before it is freed
+      native.check(C.cuasync_event_synchronize(t.event, errbuf, ERRLEN))
+      t.guard, t.kernel = nil, nil   -- the old launch's events go with the old buffer
+      collectgarbage()
+    end
     local d, h, ev = ffi.new("CUdeviceptr[1]"), ffi.new("void *[1]"), ffi.new("CUevent[1]")
     native.check(C.cuasync_mem_alloc(d, bytes, errbuf, ERRLEN))
     t.dev, t.bytes = d[0], bytes
@@ -73,7 +78,7 @@ function M.prepare(k, c)
   local header = ffi.new("cuasync_trace_header")
   header.magic, header.slots, header.cap = layout.MAGIC, slots, o.events
   local params = ffi.new("cuasync_trace_params")
-  params.buf, params.slots = t.dev, slots
+  params.slots = slots
   local PARAMS = ffi.sizeof(params)
   local name = k.name
   local mod = k.module
@@ -81,8 +86,17 @@ function M.prepare(k, c)
     if capture.state.active then
       util.fail("launch", ("kernel '%s' is traced: a graph cannot hold it (its trace buffer is reset before every launch); build the graph from a program without trace"):format(name))
     end
+    -- one buffer a module: a launch on another stream while the last one runs would reset it under it
+    if t.kernel and t.stream ~= stream then
+      local done = ffi.new("int[1]")
+      native.check(C.cuasync_event_query(t.event, done, errbuf, ERRLEN))
+      if done[0] == 0 then
+        util.fail("launch", ("kernel '%s' is traced, and its module's last traced launch ('%s') still runs on another stream: a module's traced launches share one buffer (launch them on one stream, or synchronize first)"):format(name, t.kernel))
+      end
+    end
     epoch = epoch % 0xFFFFFFFF + 1
     header.epoch = epoch
+    params.buf = t.dev   -- the buffer now (a larger launch may have made a new one since this was prepared)
     -- the copy runs later: each launch takes its own of HEADERS pinned headers, so a launch
     -- queued behind another does not change the header that one is still to copy
     local src = ffi.cast("uint8_t *", t.host) + (HEADER + PARAMS) * (epoch % M.HEADERS)
@@ -93,7 +107,7 @@ function M.prepare(k, c)
     native.check(C.cuasync_mem_htod_async(t.global, src + HEADER, PARAMS, stream, errbuf, ERRLEN))
     native.check(C.cuasync_mem_set8_async(t.dev + HEADER, 0, SLOT * slots, stream, errbuf, ERRLEN))
   end, function(stream)
-    t.kernel, t.slots, t.config, t.epoch = name, slots, { grid = c.grid, block = c.block }, epoch
+    t.kernel, t.slots, t.config, t.epoch, t.stream = name, slots, { grid = c.grid, block = c.block }, epoch, stream
     -- what M.last reads (the sweep's traced run); weak: it keeps no module alive
     M.last_launch = setmetatable({ module = mod, name = name }, { __mode = "v" })
     native.check(C.cuasync_event_record(t.event, stream, errbuf, ERRLEN))

@@ -82,10 +82,12 @@ function M.force(v, fn)
   local o = M.options(v)
   local before = forced
   forced = o
-  local res = { pcall(fn) }
+  local res = { n = 0 }
+  local function keep(ok, ...) res.n = select("#", ...) for i = 1, res.n do res[i] = select(i, ...) end return ok end
+  local ok = keep(pcall(fn))
   forced = before
-  if not res[1] then error(res[2], 0) end
-  return unpack(res, 2)
+  if not ok then error(res[1], 0) end
+  return unpack(res, 1, res.n)
 end
 
 local Trace = {}

@@ -29,16 +29,23 @@ local function barrier_of(plan, a)
 end
 
 -- A slot's clock: ring 0's events carry %globaltimer (ns) and %clock64 (cycles) together; a
--- pipeline's events carry cycles alone, mapped to ns between the nearest two pairs (beyond them,
--- by the nearest pair and the slot's rate). Times come out as int64 cdata: a Lua number at 1.7e18
--- ns steps in 256 ns (model/timeline.lua subtracts first).
-local function clock_of(pairs_)
+-- pipeline's events carry cycles alone, mapped to ns from the nearest pair at a rate (ns a cycle)
+-- taken only from pairs at least SPAN_NS apart (%globaltimer moves in steps: two pairs a few
+-- hundred cycles apart say nothing of the rate): the segment's, else the slot's, else `fallback`
+-- (the launch's, from every slot that spans enough). Times come out as int64 cdata: a Lua number
+-- at 1.7e18 ns steps in 256 ns (model/timeline.lua subtracts first).
+M.SPAN_NS = 20000
+
+local function span_rate(lo, hi)
+  local dg = tonumber(hi.g - lo.g)
+  if dg < M.SPAN_NS or hi.c <= lo.c then return nil end
+  return dg / tonumber(hi.c - lo.c)
+end
+
+local function clock_of(pairs_, fallback)
   table.sort(pairs_, function(x, y) return x.c < y.c end)
   local n = #pairs_
-  local rate = 1 / 1.5   -- ns a cycle where a slot has one pair (a 1.5 GHz SM: the H200 under load)
-  if n >= 2 and pairs_[n].c > pairs_[1].c then
-    rate = tonumber(pairs_[n].g - pairs_[1].g) / tonumber(pairs_[n].c - pairs_[1].c)
-  end
+  local rate = n >= 2 and span_rate(pairs_[1], pairs_[n]) or fallback
   local function at(c)
     if n == 0 then return nil end
     local lo = pairs_[1]
@@ -46,10 +53,24 @@ local function clock_of(pairs_)
     local hi
     for k = 1, n do if pairs_[k].c > lo.c then hi = pairs_[k] break end end
     local r = rate
-    if hi and hi.c > c and c >= lo.c then r = tonumber(hi.g - lo.g) / tonumber(hi.c - lo.c) end
+    if hi and hi.c > c and c >= lo.c then r = span_rate(lo, hi) or rate end
     return lo.g + math.floor(tonumber(ffi.cast("int64_t", c - lo.c)) * r + 0.5)
   end
   return at, rate
+end
+
+-- The launch's rate: the median of the slots' own (those whose pairs span SPAN_NS), else a 1.5
+-- GHz SM (the H200 under load).
+local function launch_rate(all)
+  local rates = {}
+  for _, p in ipairs(all) do
+    table.sort(p, function(x, y) return x.c < y.c end)
+    local r = #p >= 2 and span_rate(p[1], p[#p])
+    if r then rates[#rates + 1] = r end
+  end
+  if #rates == 0 then return 1 / 1.5 end
+  table.sort(rates)
+  return rates[math.ceil(#rates / 2)]
 end
 
 -- One recorded event as the raw events model/timeline.lua reads: a wait is two (its begin and
@@ -121,10 +142,10 @@ local function read(mod)
                 config = t.config, plan = plan and plan.name or nil }
   local gx, gy = t.config.grid[1], t.config.grid[2]
   local wpb = math.ceil(t.config.block[1] * t.config.block[2] * t.config.block[3] / 32)
+  -- ring 0 of every slot first: its events, and the clock pairs they carry
+  local owns, pairs_all = {}, {}
   for s = 0, t.slots - 1 do
-    local events, lost = {}, 0
-    local n = sl[s].count
-    local base = s * layout.RINGS * cap
+    local n, base = sl[s].count, s * layout.RINGS * cap
     local own, pairs_ = {}, {}
     for i = math.max(0, n - cap), n - 1 do
       local e = ev[base + i % cap]
@@ -133,7 +154,15 @@ local function read(mod)
         if e.dur ~= 0xFFFFFFFF then pairs_[#pairs_ + 1] = { g = ffi.cast("int64_t", e.t), c = e.aux + 0ULL } end
       end
     end
-    local ns, rate = clock_of(pairs_)
+    owns[s], pairs_all[s + 1] = own, pairs_
+  end
+  local fallback = launch_rate(pairs_all)
+  for s = 0, t.slots - 1 do
+    local events, lost = {}, 0
+    local n = sl[s].count
+    local base = s * layout.RINGS * cap
+    local own = owns[s]
+    local ns, rate = clock_of(pairs_all[s + 1], fallback)
     for _, e in ipairs(own) do decode(e, plan, events, ns, rate, true) end
     lost = math.max(0, n - cap)
     for r = 1, layout.RINGS - 1 do

@@ -259,6 +259,21 @@ local function refused(paths)
 end
 
 describe("defect 5: a shard's values are checked like a fresh row's", function()
+  it("reads back what merge wrote when it kept two keys of one point (another driver), and still refuses a plain duplicate", function()
+    local dir = H.tmpdir()
+    local S = sweep{ name = "dup_merge", host = true, rounds = 1, reps = 1, params = { n = { 1000, 2000 } },
+      build = function(p) local acc = 0; return { run = function() for i = 1, p.n do acc = acc + i end end, bytes = p.n } end }
+    S:run{ quiet = true, force = true }
+    S:json(dir .. "/a.json")
+    local text = assert(fs.read(dir .. "/a.json"))
+    assert(fs.write(dir .. "/b.json", (text:gsub('"key":%s*"host|', '"key":"host-newdriver|'))))
+    local M = sweep.merge({ dir .. "/a.json", dir .. "/b.json" })
+    assert.equal(4, #M.rows)   -- each point twice, under two keys
+    M:json(dir .. "/merged.json")
+    local again = sweep.merge({ dir .. "/merged.json" })
+    assert.equal(4, #again.rows)
+  end)
+
   it("refuses a measured row's figure that is not a positive number, by row and field", function()
     for _, case in ipairs({
       { function(d) d.rows[1].ms = "fast" end, 'rows[1].ms is "fast": a measured row\'s ms must be a finite number > 0' },
@@ -271,7 +286,7 @@ describe("defect 5: a shard's values are checked like a fresh row's", function()
       { function(d) d.rows[1].verified = "yes" end, 'rows[1].verified is "yes": verified must be true or false' },
       { function(d) d.rows[1].kind = "skipped"; d.rows[1].reason = 7 end, "rows[1].reason is 7: reason must be a string" },
       { function(d) d.rows[1].failed_in = "lunch" end, 'rows[1].failed_in is "lunch": failed_in must be one of where, program' },
-      { function(d) d.rows[2].index = 1 end, "rows[2] has index 1, as rows[1] has: one row per index" },
+      { function(d) d.rows[2].index = 1 end, "rows[2] has index 1, as rows[1] has: one row per index (two only under different keys)" },
       { function(d) d.rows[1].params.k = 5 end, "rows[1].params is k=5, but point 1 of the file's params is k=1" },
       { function(d) d.rows[1].params.k = { 1 } end, "rows[1].params.k is a table with [1]: a parameter value must be a number, string or boolean" },
     }) do

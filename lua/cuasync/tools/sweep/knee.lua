@@ -84,7 +84,10 @@ function M.find(S, o)
       -- waiting on full (model/timeline.lua's knee_stage)
       local traced = {}
       for _, p in ipairs(pts) do if p.stall_full then traced[#traced + 1] = { stages = p.x, consumer_full = p.stall_full } end end
-      if #traced > 0 and type(pts[1].x) == "number" then
+      local whole = true
+      for _, p in ipairs(pts) do if type(p.x) ~= "number" or p.x ~= math.floor(p.x) or p.x < 1 then whole = false end end
+      -- a knee from the timelines needs at least two traced points of the series, at whole counts
+      if #traced >= 2 and whole then
         s.timeline = timeline.knee_stage(traced)
         for i, p in ipairs(pts) do if p.x == s.timeline then s.timeline_off = math.abs(i - at) end end
       end
