@@ -190,6 +190,22 @@ describe("trace on the GPU", function()
         if e.stage then assert.is_true(e.stage >= 0 and e.stage < info.stages) end
       end
     end
+    -- the clocks mapped right: a role's iterations follow each other in time, and a producer
+    -- issues a stage only after its wait on empty for that iteration ended
+    for _, sl in ipairs(raw.slots) do
+      local last_it, last_t, wait_end = {}, {}, {}
+      for _, e in ipairs(sl.events) do
+        if e.role and e.iteration and e.kind == "wait_begin" then
+          if last_it[e.role] then
+            assert.is_true(e.iteration > last_it[e.role] and e.t >= last_t[e.role],
+              ("block %d warp %d: %s iteration %d begins before iteration %d"):format(sl.linear, sl.warp, e.role, e.iteration, last_it[e.role]))
+          end
+          last_it[e.role], last_t[e.role] = e.iteration, e.t
+        end
+        if e.kind == "wait_end" and e.role == "producer" then wait_end[e.iteration] = e.t end
+        if e.kind == "issue" and wait_end[e.iteration] then assert.is_true(e.t >= wait_end[e.iteration]) end
+      end
+    end
     local nb = 0
     for _ in pairs(blocks) do nb = nb + 1 end
     assert.equal(info.grid[1], nb)
