@@ -50,7 +50,7 @@ local S = cuasync.sweep{ name = "pipeline_tma", params = { stages = o.stages, ro
     return { run = k:prepare(cfg, map(p.rows, true), c.dst, W, W / 64, W / 64 * Hh / p.rows), bytes = 2 * bytes,
              inflight = P.tx_bytes * P.stages * per_sm,   -- bytes in flight per SM, for the knee
              stage_inflight = P.tx_bytes * per_sm,        -- one stage of every block: the one still landing
-             poison = function() c.dst:fill(0xA5) end, verify = function() c.verify("pipeline_tma") return true end }
+             poison = function() c.dst:poison() end, verify = function() c.verify("pipeline_tma") return true end }
   end,
   baseline = { name = "cuMemcpyDtoD", run = function() buffers().base.run() end, bytes = 2 * bytes } }
 
