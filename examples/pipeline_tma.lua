@@ -61,8 +61,8 @@ local function after(_, run)
     print(S:knee{ x = "stages", series = { "inflight", "rows", "warps" }, memory = cuasync.probe.memory(cuasync.current_device()) }:text())
   end
   if run.out and S.best then   -- a plot needs measured rows; without them it is a note, not an error
-    local ok, err = pcall(S.plot, S, run.out .. "/pipeline_tma.png", { x = "stages", series = "rows" })
-    print(ok and ("plot: " .. err) or ("plot: not drawn (" .. tostring(err):gsub("^[^\n]-: ", "", 1) .. ")"))
+    local ok, err, note = pcall(S.plot, S, run.out .. "/pipeline_tma.png", { x = "stages", series = "rows" })
+    print(ok and ("plot: " .. err .. (note and (": " .. note) or "")) or ("plot: not drawn (" .. tostring(err):gsub("^[^\n]-: ", "", 1) .. ")"))
   end
   local compiled = 0
   for _, r in ipairs(S.rows) do if r.compile_ms then compiled = compiled + 1 end end
