@@ -18,10 +18,11 @@ end
 
 local function num(v) return (("%.2f"):format(v):gsub("%.?0+$", "")) end
 
--- The ticks of [lo, hi]: 1, 2 or 5 times a power of ten, about n of them (linear); the decades,
+-- The ticks of [lo, hi]: 1, 2 or 5 times a power of ten, about 6 of them (linear; whole numbers
+-- where the values are: integer), the decades,
 -- and their 2s and 5s where fewer than three decades show (log). Returns the ticks, and the
 -- range widened to round values so that the data sits inside them.
-local function ticks(lo, hi, log, n)
+local function ticks(lo, hi, log, integer)
   local t = {}
   if log then   -- the range widened to 1, 2 or 5 times a power of ten at each end
     local e = 10 ^ math.floor(math.log10(lo) + 1e-9)
@@ -38,10 +39,11 @@ local function ticks(lo, hi, log, n)
     end
     return t, lo, hi
   end
-  local raw = (hi - lo) / (n or 6)
+  local raw = (hi - lo) / 6
   local mag = 10 ^ math.floor(math.log10(raw))
   local step = mag
   for _, m in ipairs({ 2, 5, 10 }) do if raw > step then step = m * mag end end
+  if integer then step = math.max(step, 1) end   -- stages 1, 2, 4: no tick at 1.5
   local first, last = math.floor(lo / step + 1e-9) * step, math.ceil(hi / step - 1e-9) * step
   for i = 0, math.floor((last - first) / step + 0.5) do t[#t + 1] = first + i * step end
   return t, first, last
@@ -130,7 +132,9 @@ function M.render(o)
   if numeric then
     for _, c in ipairs(cats) do xs[#xs + 1] = c end
     xlo, xhi = range(xs, xlog, false)
-    xt, xlo, xhi = ticks(xlo, xhi, xlog)
+    local integer = true
+    for _, v in ipairs(xs) do integer = integer and v == math.floor(v) end
+    xt, xlo, xhi = ticks(xlo, xhi, xlog, integer)
     X = function(v) return f(v, xlo, xhi, L, R, xlog) end
   else
     X = function(v) return L + (R - L) * (at[v] - 0.5) / #cats end
