@@ -66,6 +66,7 @@ end
 -- -- The device side: kernels-src/data.cu, compiled on first use, once per process --------------
 local kernels
 local function device_kernel(name)
+  if kernels and kernels.mod.handle.loaded == 0 then kernels = nil end   -- lost with cuasync.reset(): load again
   if not kernels then
     kernels = { mod = program.new{ file = "data.cu" }:compile() }
     kernels.poison = kernels.mod:kernel("poison", "ptr, u64")
@@ -230,8 +231,8 @@ local function host_compare(g, w, n, d, atol, rtol)
       end
     end
   end
-  if bad == 0 then return true end
-  return false, verdict(first, rg(first), rw(first), bad, n, worst, d, poisoned(g.ptr, first, d))
+  if bad > 0 then return false, verdict(first, rg(first), rw(first), bad, n, worst, d, poisoned(g.ptr, first, d)) end
+  return true
 end
 
 local function device_compare(g, w, n, d, dname, atol, rtol)

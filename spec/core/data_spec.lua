@@ -302,6 +302,15 @@ describe("test data on the device", function()
     assert.is_true(f[3] ~= f[3])
   end)
 
+  gpu_it("loads its kernels again after cuasync.reset() #gpu", function()
+    local a = cuasync.alloc(4096):fill_random{ dtype = "f32", seed = 3 }
+    local before = a:download("uint8_t")
+    cuasync.reset()
+    local b = cuasync.alloc(4096):fill_random{ dtype = "f32", seed = 3 }
+    assert.equal(0, ffi.C.memcmp(before, b:download("uint8_t"), 4096))
+    assert.is_true(cuasync.compare(b, before, { dtype = "f32", rtol = 0, atol = 0 }))
+  end)
+
   gpu_it("cuasync.compare on device buffers says what the host says #gpu", function()
     for _, dt in ipairs(ORDER) do
       local n = 300007
