@@ -25,12 +25,13 @@ end
 local ROOT = H.sh("pwd"):gsub("%s+$", "")
 
 -- Runs a shell line in a fresh directory holding ten.lua, with PATH and the Lua paths as a
--- user's shell has them (none of this checkout's): ok, output.
+-- user's shell has them (none of this checkout's), and no make above it (under `make test`, a
+-- make inherits MAKELEVEL and prints "Entering directory" on stdout): ok, output.
 local function in_clone_user_shell(line)
   local dir = H.tmpdir()
   H.write(dir .. "/ten.lua", block("Ten lines"))
   local q = isolate.shell_quote
-  local ok, out = isolate.command(("cd %s && unset LUA_PATH LUA_CPATH && %s"):format(q(dir), (line:gsub("ROOT", q(ROOT)))),
+  local ok, out = isolate.command(("cd %s && unset LUA_PATH LUA_CPATH MAKELEVEL MAKEFLAGS MFLAGS && %s"):format(q(dir), (line:gsub("ROOT", q(ROOT)))),
                                   { timeout_s = 300 })
   return ok, out
 end
