@@ -70,6 +70,16 @@ docs: all
 	$(LUA) -e 'package.path = "lua/?.lua;lua/?/init.lua;" .. package.path; package.cpath = "build/?.so;" .. package.cpath' \
 	  -e 'require("cuasync.tools.device_doc_md").write("docs/device.md")'
 
+# eval "$(make env)": this checkout's lua/, build/ and bin/ first on LUA_PATH, LUA_CPATH and PATH,
+# so that `luajit SCRIPT.lua` and `cuasync ...` run from a clone (README "Running from a checkout").
+# The library is built first, its messages on stderr: stdout is only the three exports.
+.PHONY: env
+env:
+	@$(MAKE) -s --no-print-directory all >&2
+	@echo "export LUA_PATH='$(CURDIR)/lua/?.lua;$(CURDIR)/lua/?/init.lua;'\"\$${LUA_PATH:-;}\""
+	@echo "export LUA_CPATH='$(CURDIR)/build/?.so;'\"\$${LUA_CPATH:-;}\""
+	@echo "export PATH='$(CURDIR)/bin:'\"\$$PATH\""
+
 # ASan + UBSan: LuaJIT itself is not instrumented, so the runtime is preloaded; leaks are not
 # checked (LuaJIT frees its arenas at exit in ways LSan reports). GPU specs are excluded (the
 # driver is not built with ASan and trips its interceptors).

@@ -61,16 +61,16 @@ print(("%s, %d SMs; %.2f GiB of u32 in and out; %d rounds of %d launches (median
 local host_in = cuasync.host_alloc(bytes)
 local host_out = cuasync.host_alloc(bytes)
 local hin, hout = host_in:as("uint32_t"), host_out:as("uint32_t")
-random.fill(host_in.ptr, n / 2)
 local inp, out = cuasync.alloc(bytes), cuasync.alloc(bytes)
-inp:upload(host_in)
+inp:fill_random{ dtype = "u32", seed = random.seed() }
+inp:download_to(host_in)
 
 local function gbps(ms) return 2 * bytes / (ms * 1e6) end
 
 -- every variant: poisoned, run once at its default grid, every element verified
 local runs = { { label = "cuMemcpyDtoD", run = function() out:upload(inp) end, times = {} } }
 for _, v in ipairs(variants) do
-  out:fill(0xA5)
+  out:poison()
   v.p:prepare(out, inp, n)()
   cuasync.synchronize()
   out:download_to(host_out)

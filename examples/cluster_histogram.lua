@@ -25,8 +25,8 @@ local g   -- the data, the histogram and the CPU's counts, made on first use
 local function data()
   if g then return g end
   g = { host = cuasync.host_alloc(N * 4), values = cuasync.alloc(N * 4), hist = cuasync.alloc(NB * 4), want = ffi.new("uint32_t[?]", NB) }
-  random.fill(g.host.ptr, N / 2)
-  g.values:upload(g.host)
+  g.values:fill_random{ dtype = "u32", seed = random.seed() }
+  g.values:download_to(g.host)
   local w = ffi.cast("uint32_t *", g.host.ptr)
   for j = 0, N - 1 do local b = bit.band(w[j], NB - 1); g.want[b] = g.want[b] + 1 end
   local mod, dev = program():compile(), cuasync.current_device()

@@ -46,7 +46,9 @@ local data
 local function buffers()
   if data then return data end
   local d = { host = cuasync.host_alloc(bytes), gathered = cuasync.host_alloc(bytes), back = cuasync.host_alloc(bytes) }
-  random.fill(d.host.ptr, bytes / 8)
+  d.src, d.dst, d.idx = cuasync.alloc(bytes), cuasync.alloc(bytes), cuasync.alloc(bytes / row * 4)
+  d.src:fill_random{ dtype = "u32", seed = random.seed() }
+  d.src:download_to(d.host)
   local rows = bytes / row
   local idx_host = cuasync.host_alloc(rows * 4)
   local idx = ffi.cast("uint32_t *", idx_host.ptr)
@@ -59,8 +61,7 @@ local function buffers()
   end
   local src8, g8 = ffi.cast("uint8_t *", d.host.ptr), ffi.cast("uint8_t *", d.gathered.ptr)
   for r = 0, rows - 1 do ffi.copy(g8 + r * row, src8 + idx[r] * row, row) end
-  d.src, d.dst, d.idx = cuasync.alloc(bytes), cuasync.alloc(bytes), cuasync.alloc(rows * 4)
-  d.src:upload(d.host); d.idx:upload(idx_host)
+  d.idx:upload(idx_host)
   idx_host:close()
   data = d
   return d

@@ -50,7 +50,7 @@ local S = cuasync.sweep{ name = "pipeline_tma", params = { stages = o.stages, ro
     return { run = k:prepare(cfg, map(p.rows, true), c.dst, W, W / 64, W / 64 * Hh / p.rows), bytes = 2 * bytes,
              inflight = P.tx_bytes * P.stages * per_sm,   -- bytes in flight per SM, for the knee
              stage_inflight = P.tx_bytes * per_sm,        -- one stage of every block: the one still landing
-             poison = function() c.dst:fill(0xA5) end, verify = function() c.verify("pipeline_tma") return true end }
+             poison = function() c.dst:poison() end, verify = function() c.verify("pipeline_tma") return true end }
   end,
   baseline = { name = "cuMemcpyDtoD", run = function() buffers().base.run() end, bytes = 2 * bytes } }
 
@@ -61,8 +61,8 @@ local function after(_, run)
     print(S:knee{ x = "stages", series = { "inflight", "rows", "warps" }, memory = cuasync.probe.memory(cuasync.current_device()) }:text())
   end
   if run.out and S.best then   -- a plot needs measured rows; without them it is a note, not an error
-    local ok, err = pcall(S.plot, S, run.out .. "/pipeline_tma.png", { x = "stages", series = "rows" })
-    print(ok and ("plot: " .. err) or ("plot: not drawn (" .. tostring(err):gsub("^[^\n]-: ", "", 1) .. ")"))
+    local ok, err, note = pcall(S.plot, S, run.out .. "/pipeline_tma.png", { x = "stages", series = "rows" })
+    print(ok and ("plot: " .. err .. (note and (": " .. note) or "")) or ("plot: not drawn (" .. tostring(err):gsub("^[^\n]-: ", "", 1) .. ")"))
   end
   local compiled = 0
   for _, r in ipairs(S.rows) do if r.compile_ms then compiled = compiled + 1 end end

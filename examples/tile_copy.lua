@@ -54,7 +54,7 @@ local S = cuasync.sweep{
     local tiles_x = W / bx
     return { run = k:prepare({ grid = dev.sms, block = 32, smem = ring.smem }, tin, tout, tiles_x, tiles_x * (Hh / by),
                              tin.box_bytes, bx, by),
-             bytes = 2 * bytes, poison = function() c.dst:fill(0xA5) end,
+             bytes = 2 * bytes, poison = function() c.dst:poison() end,
              verify = function() c.verify("tile_copy") return true end }
   end,
   baseline = { name = "cuMemcpyDtoD", run = function() buffers().base.run() end, bytes = 2 * bytes },

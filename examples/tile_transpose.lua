@@ -34,7 +34,7 @@ local S = cuasync.sweep{
     local tout = cuasync.tensormap{ buffer = c.dst, dtype = "f32", dims = { N, N }, box = { 32, 32 }, swizzle = p.swizzle }
     local k = program(p):compile():kernel("tile_transpose", "tensormap, tensormap, u32")
     return { run = k:prepare({ grid = (N / 32) ^ 2, block = 256 }, tin, tout, N / 32), bytes = 2 * bytes,
-      poison = function() c.dst:fill(0xA5) end,
+      poison = function() c.dst:poison() end,
       verify = function()
         c.dst:download_to(c.back)
         local a, b = ffi.cast("uint32_t *", c.host.ptr), ffi.cast("uint32_t *", c.back.ptr)

@@ -1,4 +1,5 @@
 -- Device buffers and pinned host buffers: metatyped handles, freed by :close() or the GC.
+-- data.lua adds the test-data methods (fill_random, poison) to both classes.
 local ffi = require("ffi")
 local native = require("cuasync.native")
 local device = require("cuasync.device")
@@ -271,4 +272,5 @@ function M.host_alloc(bytes)
 end
 
 M.buffer_t, M.host_buffer_t = buffer_t, host_buffer_t
+M.Buffer, M.HostBuffer = Buffer, HostBuffer   -- the method tables (data.lua adds to them)
 return M

@@ -16,6 +16,7 @@ local protocol = require("cuasync.model.protocol")
 local pipeline_plan = require("cuasync.model.pipeline_plan")
 local device = require("cuasync.device")
 local buffer = require("cuasync.buffer")
+local data = require("cuasync.data")   -- also installs buf:fill_random, buf:poison and the host buffer's
 local program = require("cuasync.program")
 local streams = require("cuasync.stream")
 local cache = require("cuasync.cache")
@@ -39,6 +40,9 @@ local M = {
 
   alloc = buffer.alloc,
   host_alloc = buffer.host_alloc,
+  fill_random = data.fill_random,
+  poison = data.poison,
+  compare = data.compare,
 
   program = program.public,
   kernels_dir = program.kernels_dir,

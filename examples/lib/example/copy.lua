@@ -1,17 +1,17 @@
--- example.copy(bytes), shared by the copy examples: `bytes` of fresh random data in src, a dst,
--- cuMemcpyDtoD as the yardstick variant, and verify(label) that compares dst with the source word
--- for word, on the device (kernels-src/compare_words.cu), against `ref`: the same random data
--- uploaded from the host into a buffer no kernel under test is given. close() frees it all.
+-- example.copy(bytes), shared by the copy examples: `bytes` of fresh random data in src (and its
+-- copy in the host buffer `host`), a dst, cuMemcpyDtoD as the yardstick variant, and verify(label)
+-- that compares dst with the source word for word, on the device (kernels-src/compare_words.cu),
+-- against `ref`: the same data in a buffer no kernel under test is given. close() frees it all.
 local cuasync = require("cuasync")
 local random = require("example.random")
 
 return function(bytes)
   local c = { bytes = bytes }
   c.host = cuasync.host_alloc(bytes)
-  random.fill(c.host.ptr, bytes / 8)
   c.src, c.dst, c.ref, c.bad = cuasync.alloc(bytes), cuasync.alloc(bytes), cuasync.alloc(bytes), cuasync.alloc(8)
-  c.src:upload(c.host)
-  c.ref:upload(c.host)
+  c.src:fill_random{ dtype = "u32", seed = random.seed() }
+  c.ref:upload(c.src)
+  c.src:download_to(c.host)
   local compare = cuasync.program{ file = "compare_words.cu" }:compile():kernel("compare_words", "ptr, ptr, u64, ptr")
   assert(bytes % 16 == 0, "example.copy: bytes must be a multiple of 16")
   function c.verify(label)
@@ -22,7 +22,7 @@ return function(bytes)
   end
   -- poison dst, run once, verify: every variant goes through this before it is timed
   function c.check(label, run)
-    c.dst:fill(0xA5)
+    c.dst:poison()
     run()
     cuasync.synchronize()
     c.verify(label)

@@ -25,6 +25,24 @@ function cuasync.alloc(bytes) end
 ---@param bytes integer
 ---@return cuasync.HostBuffer
 function cuasync.host_alloc(bytes) end
+---@alias cuasync.Dtype "u8"|"i8"|"u16"|"i16"|"u32"|"i32"|"f16"|"bf16"|"f32"|"f64"
+---@alias cuasync.FillOptions { dtype: cuasync.Dtype?, seed: integer?, lo: number?, hi: number?, stream: cuasync.Stream? }
+---Fresh random elements in [lo, hi) (floats default -1..1, integers the dtype's range), a pure function of (seed, index).
+---@param dst cuasync.Buffer|cuasync.HostBuffer|ffi.cdata* a cdata array gives its dtype where none is named
+---@param opts? cuasync.FillOptions
+---@return any dst, integer seed
+function cuasync.fill_random(dst, opts) end
+---Every 16-bit half 0x7FFA: a positive quiet NaN as f16, bf16, f32 and f64, which LuaJIT reads back as nan.
+---@param dst cuasync.Buffer|cuasync.HostBuffer|ffi.cdata*
+---@param stream? cuasync.Stream
+---@return any dst
+function cuasync.poison(dst, stream) end
+---true, or false and "first mismatch at [i] got X want Y, N of M differ, max error E"; on the GPU when both are device buffers.
+---@param got cuasync.Buffer|cuasync.HostBuffer|ffi.cdata*|string
+---@param want cuasync.Buffer|cuasync.HostBuffer|ffi.cdata*|string
+---@param opts? { dtype: cuasync.Dtype?, rtol: number?, atol: number?, n: integer? }
+---@return boolean ok, string? why
+function cuasync.compare(got, want, opts) end
 ---@param opts? { non_blocking: boolean }
 ---@return cuasync.Stream
 function cuasync.stream(opts) end
@@ -180,6 +198,12 @@ function Buffer:download_to(dst, bytes, offset, stream) end
 ---@param offset? integer
 ---@param stream? cuasync.Stream
 function Buffer:fill(byte, bytes, offset, stream) end
+---@param opts? cuasync.FillOptions
+---@return cuasync.Buffer self, integer seed
+function Buffer:fill_random(opts) end
+---@param stream? cuasync.Stream
+---@return cuasync.Buffer self
+function Buffer:poison(stream) end
 ---@return integer
 function Buffer:size() end
 function Buffer:close() end
@@ -191,6 +215,11 @@ local HostBuffer = {}
 ---@param elem string the element type: "float" gives a float *
 ---@return ffi.cdata*
 function HostBuffer:as(elem) end
+---@param opts? { dtype: cuasync.Dtype?, seed: integer?, lo: number?, hi: number? }
+---@return cuasync.HostBuffer self, integer seed
+function HostBuffer:fill_random(opts) end
+---@return cuasync.HostBuffer self
+function HostBuffer:poison() end
 ---@return integer
 function HostBuffer:size() end
 function HostBuffer:close() end

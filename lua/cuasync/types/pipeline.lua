@@ -115,7 +115,10 @@ function Sweep:write(format, path, opts) end
 function Sweep:csv(path) end
 ---@return string path
 function Sweep:json(path) end
----@return string path
+---A chart: a .svg drawn in Lua; a .png by gnuplot, or drawn as .svg beside it where gnuplot is not installed (note says so).
+---@param path string ends in .svg or .png
+---@param opts? { x: string?, y: ("GB/s"|"TFLOP/s"|"ratio"|"ms")?, series: string?, title: string?, log: ("x"|"y"|"xy")? }
+---@return string path, string? note
 function Sweep:plot(path, opts) end
 ---@param opts { x: string, series: string|string[]|nil, memory: table?, gain: number? }
 ---@return { text: fun(self): string }

@@ -187,22 +187,130 @@ describe("sweep", function()
     assert.truthy(J:text():find("8 points:", 1, true))
   end)
 
-  it("plots through gnuplot where it is installed, and says so where it is not", function()
+  -- An SVG's text checked as XML: tags balanced and properly nested, attribute values quoted,
+  -- text and values with no raw < or &; returns the elements by name.
+  local function svg_elements(text)
+    local stack, by = {}, {}
+    local body = text:gsub("^<%?xml[^>]*%?>\n", "")
+    local rest = body:gsub("([^<]*)(<[^>]*>)", function(txt, tag)
+      assert.is_nil(txt:gsub("&[%w#]+;", ""):find("[&>]"), "raw text: " .. txt)
+      local close, name, attrs, selfclose = tag:match("^<(/?)([%w:_-]+)(.-)(/?)>$")
+      assert.truthy(name, "not a tag: " .. tag)
+      local a = {}
+      local left = attrs:gsub('%s+([%w:_-]+)="([^"]*)"', function(k, v)
+        assert.is_nil(v:gsub("&[%w#]+;", ""):find("[<&]"), "raw value: " .. v)
+        a[k] = v
+        return ""
+      end)
+      assert.truthy(left:match("^%s*$"), "unquoted attribute in " .. tag)
+      if close == "/" then
+        assert.equal(table.remove(stack), name)
+      else
+        by[name] = by[name] or {}
+        table.insert(by[name], a)
+        if selfclose == "" then stack[#stack + 1] = name end
+      end
+      return ""
+    end)
+    assert.truthy(rest:match("^%s*$"), "text after the last tag")
+    assert.same({}, stack)
+    return by
+  end
+
+  it("draws a .svg in Lua: well formed, text escaped, one polyline per series with its points in x order", function()
+    local dir = H.tmpdir()
+    local S = host_sweep():run{ quiet = true, force = true }
+    local path = S:plot(dir .. "/p.svg", { x = "n", y = "ms", series = "kind", title = 'spin <a> & "b"' })
+    assert.equal(dir .. "/p.svg", path)
+    local text = H.read(path)
+    assert.truthy(text:find("<title>spin &lt;a&gt; &amp; &quot;b&quot;</title>", 1, true))
+    local el = svg_elements(text)
+    assert.equal("svg", text:match("<(svg) "))
+    -- the series the rows give: kind=a at n = 1000 and 4000 (b at 1000 failed its check; bad and wrong failed)
+    local want = {}
+    for _, r in ipairs(S.rows) do
+      if r.kind == "measured" and r.verified ~= false then
+        local name = "kind=" .. r.params.kind
+        want[name] = want[name] or {}
+        want[name][#want[name] + 1] = { r.params.n, r.ms }
+      end
+    end
+    local lines = {}
+    for _, pl in ipairs(el.polyline) do if pl.class == "series" then lines[#lines + 1] = pl end end
+    local names = {}
+    for _, g in ipairs(el.g) do if g.class == "series" then names[#names + 1] = g["data-series"] end end
+    local n = 0
+    for name in pairs(want) do n = n + 1 end
+    assert.equal(n, #lines)
+    assert.equal(n, #names)
+    for i, name in ipairs(names) do
+      local pts = {}
+      for px, py in lines[i].points:gmatch("([%d.]+),([%d.]+)") do pts[#pts + 1] = { tonumber(px), tonumber(py) } end
+      local data = want[name]
+      table.sort(data, function(a, b) return a[1] < b[1] end)
+      assert.equal(#data, #pts, name)
+      for j = 2, #pts do
+        assert.is_true(pts[j][1] > pts[j - 1][1], name .. ": points out of x order")
+        -- a larger value is drawn higher (a smaller y in SVG)
+        if data[j][2] ~= data[j - 1][2] then assert.equal(data[j][2] > data[j - 1][2], pts[j][2] < pts[j - 1][2], name) end
+      end
+    end
+    -- a .svg never needs gnuplot; the data and the script are beside it
+    assert.truthy(H.read(dir .. "/p.dat") and H.read(dir .. "/p.gp"))
+  end)
+
+  it("draws a .png as SVG beside it where gnuplot is not installed, and says so; through gnuplot where it is", function()
     local dir = H.tmpdir()
     local S = host_sweep():run{ quiet = true, force = true }
     local real = plot.gnuplot
     plot.gnuplot = function() return nil end
-    local ok, err = pcall(S.plot, S, dir .. "/p.png", { x = "n", series = "kind" })
+    local ok, path, note = pcall(S.plot, S, dir .. "/p.png", { x = "n", series = "kind", log = "x" })
     plot.gnuplot = real
-    assert.is_false(ok)
-    assert.truthy(tostring(err):find("gnuplot is not installed (Debian: apt-get install gnuplot-nox); the data and the script are written", 1, true), tostring(err))
-    assert.truthy(io.open(dir .. "/p.gp"))
+    assert.is_true(ok, path)
+    assert.equal(dir .. "/p.svg", path)
+    assert.equal(("gnuplot is not installed, so the chart is SVG (drawn in Lua) instead of %s/p.png; gnuplot %s/p.gp renders that"):format(dir, dir), note)
+    assert.is_nil(note:find("\n"))
+    assert.is_nil(io.open(dir .. "/p.png"))
+    svg_elements(H.read(path))
+    assert.truthy(H.read(dir .. "/p.gp"):find("set logscale x\n", 1, true))
     if plot.gnuplot() then
-      assert.equal(dir .. "/p.png", S:plot(dir .. "/p.png", { x = "n", series = "kind" }))
-      local f = assert(io.open(dir .. "/p.png", "rb"))
+      assert.equal(dir .. "/q.png", S:plot(dir .. "/q.png", { x = "n", series = "kind" }))
+      local f = assert(io.open(dir .. "/q.png", "rb"))
       assert.equal("\137PNG", f:read(4))
       f:close()
     end
+    -- the SVG on a full disk is named like every other output
+    H.sh("ln -s /dev/full " .. dir .. "/full.svg")
+    assert.error_matches(function() S:plot(dir .. "/full.svg", { x = "n" }) end,
+      "cuasync.sweep.plot: cannot write " .. H.literal(dir .. "/full.svg") .. ": No space left on device")
+    assert.error_matches(function() S:plot(dir .. "/x.svg", { log = "z" }) end, 'log must be "x", "y" or "xy" %(got "z"%)')
+  end)
+
+  it("svg_chart: log axes tick at decades, bars are one rect per point, names escaped, bad input refused", function()
+    local chart = require("cuasync.tools.report.svg_chart")
+    local series = { { name = "a<b", points = { { 1, 10 }, { 10, 1000 }, { 100, 100000 } } }, { name = "c", points = { { 1, 5 }, { 100, 50 } } } }
+    svg_elements(chart.render{ title = "t", xlabel = "x", ylabel = "y", series = series, log = "xy" })
+    local text = chart.render{ series = series, log = "xy" }
+    for _, tick in ipairs({ ">1<", ">10<", ">100<", ">1000<", ">10000<", ">100000<" }) do assert.truthy(text:find(tick, 1, true), tick) end
+    assert.truthy(text:find('data-series="a&lt;b"', 1, true))
+    local _, polylines = text:gsub("<polyline", "")
+    assert.equal(2, polylines)
+    -- log: the three points of a evenly spaced, each a decade up
+    local pts = {}
+    for px, py in text:match('<polyline[^>]-points="([^"]*)"'):gmatch("([%d.]+),([%d.]+)") do pts[#pts + 1] = { tonumber(px), tonumber(py) } end
+    assert.is_true(math.abs((pts[2][1] - pts[1][1]) - (pts[3][1] - pts[2][1])) < 0.05)
+    assert.is_true(math.abs((pts[1][2] - pts[2][2]) - (pts[2][2] - pts[3][2])) < 0.05)
+    local bars = svg_elements(chart.render{ kind = "bars", series = { { name = "s", points = { { "128x128", 3 }, { "256x128", 4 } } },
+                                                                        { name = "t", points = { { "128x128", 2 } } } } })
+    local rects = 0
+    for _, r in ipairs(bars.rect) do if r.class == "bar" then rects = rects + 1 end end
+    assert.equal(3, rects)
+    assert.error_matches(function() chart.render{ series = series, log = "q" } end, 'log must be "", "x", "y" or "xy"')
+    assert.error_matches(function() chart.render{ series = series, kind = "pie" } end, 'kind must be "lines" or "bars"')
+    assert.error_matches(function() chart.render{ series = { { name = "z", points = { { 1, 0 } } } }, log = "y" } end,
+      "a log y axis needs values > 0 %(got 0 in series z%)")
+    assert.error_matches(function() chart.render{ series = {} } end, "series is empty")
+    assert.error_matches(function() chart.render{ series = { { name = "n", points = { { 1, 0 / 0 } } } } } end, "y must be a finite number")
   end)
 
   it("rejects bad input with a clear message, keeping rows already measured", function()

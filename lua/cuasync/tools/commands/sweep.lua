@@ -63,7 +63,7 @@ local M = {
     { "--csv FILE", "the rows as CSV" },
     { "--json FILE", "the sweep as JSON (what --merge joins)" },
     { "--t4 FILE", "the rows in the T4 format" },
-    { "--plot FILE", "a chart, .png or .svg (gnuplot; without it the data and the script)" },
+    { "--plot FILE", "a chart: .svg (drawn in Lua), or .png (gnuplot; without it, .svg beside)" },
     { "--x NAME", "the plot's x axis" },
     { "--series NAME", "the plot's series" },
     { "--merge", "join the JSON files given (shards, earlier runs) instead of running a script" },
@@ -90,8 +90,8 @@ M.gpus = gpus
 function M.outputs(S, o)
   local errors = {}
   local function out(what, format, path, opts)
-    local ok, e = pcall(S.write, S, format, path, opts)
-    if ok then print(("wrote %s %s"):format(what, e)) else errors[#errors + 1] = tostring(e) end
+    local ok, e, note = pcall(S.write, S, format, path, opts)   -- note: a plot's SVG instead of a PNG
+    if ok then print(("wrote %s %s%s"):format(what, e, note and (": " .. note) or "")) else errors[#errors + 1] = tostring(e) end
   end
   if o.out then
     local ok, why = cli.mkdirs(o.out)
