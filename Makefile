@@ -10,6 +10,8 @@
 #   CUDA_HOME             toolkit whose NVRTC and headers are used (default /usr/local/cuda)
 #   CUASYNC_REQUIRE_GPU=1 make `make test` fail instead of skipping GPU specs when no GPU is found
 #   make asan             native/ built with ASan + UBSan (build/asan/), the CPU specs run against it
+#   make dist             the release: DIST/cuasync-VERSION.tar.gz and the source rock beside it
+#   DIST                  where make dist writes (default build/dist)
 #
 # Nothing links against CUDA: the driver and NVRTC are dlopen'ed at run time.
 
@@ -30,7 +32,7 @@ SRC := $(wildcard native/*.c)
 OBJ := $(patsubst native/%.c,build/obj/%.o,$(SRC))
 LIB := build/libcuasync.so
 
-.PHONY: all test run install clean deps asan docs
+.PHONY: all test run install clean deps asan docs dist
 
 all: $(LIB)
 
@@ -103,6 +105,27 @@ install: all
 	cd kernels-src && find . \( -name '*.cu' -o -name '*.cuh' \) -exec install -D -m 644 {} $(DESTDIR)$(LUADIR)/cuasync/kernels-src/{} \;
 	cp $(LIB) $(DESTDIR)$(LIBDIR)/
 	cp bin/cuasync $(DESTDIR)$(BINDIR)/cuasync
+
+# The release (README "Releases"): the tracked files as git sees them (HEAD, or a stash commit of
+# the working tree's tracked changes, with a note) as DIST/cuasync-VERSION.tar.gz, and the source
+# rock DIST/cuasync-VERSION-1.src.rock: a zip of cuasync-VERSION-1.rockspec and that tarball,
+# which `luarocks install` builds with no network. VERSION is native/cuasync.h's
+# CUASYNC_VERSION_STRING (what cuasync.version says); spec/house/release_spec.lua installs the rock.
+VERSION := $(shell sed -n 's/^\#define CUASYNC_VERSION_STRING "\(.*\)"/\1/p' native/cuasync.h)
+DIST ?= build/dist
+dist:
+	@test -f cuasync-$(VERSION)-1.rockspec || { echo "cuasync: no cuasync-$(VERSION)-1.rockspec for version '$(VERSION)' (native/cuasync.h)" >&2; exit 1; }
+	@mkdir -p $(DIST)
+	@tree=$$(git stash create) || exit 1; \
+	if [ -n "$$tree" ]; then echo "cuasync: note: the archive holds the tracked files with their uncommitted changes (untracked files are left out)" >&2; fi; \
+	echo "git archive --format=tar.gz --prefix=cuasync-$(VERSION)/ -o $(DIST)/cuasync-$(VERSION).tar.gz $${tree:-HEAD}"; \
+	git archive --format=tar.gz --prefix=cuasync-$(VERSION)/ -o $(abspath $(DIST))/cuasync-$(VERSION).tar.gz $${tree:-HEAD}
+	cp cuasync-$(VERSION)-1.rockspec $(DIST)/
+	rm -f $(DIST)/cuasync-$(VERSION)-1.src.rock
+	git archive --format=zip -o $(abspath $(DIST))/cuasync-$(VERSION)-1.src.rock \
+	  --add-file=$(abspath $(DIST))/cuasync-$(VERSION)-1.rockspec --add-file=$(abspath $(DIST))/cuasync-$(VERSION).tar.gz \
+	  $$(git hash-object -t tree /dev/null)
+	@echo "cuasync $(VERSION): $(DIST)/cuasync-$(VERSION)-1.src.rock (luarocks --lua-version=5.1 install $(DIST)/cuasync-$(VERSION)-1.src.rock)"
 
 clean:
 	rm -rf build

@@ -73,6 +73,10 @@ struct pipeline_ring {
     // on full once they land (cp.async.mbarrier.arrive.noinc).
     __device__ void producer_commit(const state &st) { cp_async::mbarrier_arrive_noinc(&full[st.index]); }
 
+    [[deprecated("cuasync 0.1.0: pipeline_ring::producer_commit_cp_async is now producer_commit (same argument); the old name goes in a later release")]]
+    // Deprecated (0.1.0): the old name of producer_commit, kept for a release (CHANGELOG.md).
+    __device__ void producer_commit_cp_async(const state &st) { producer_commit(st); }
+
     // Producer, plain form: data written with ordinary stores; arrive (release) on full.
     __device__ void producer_arrive(const state &st) { mbarrier::arrive(&full[st.index]); }
 
@@ -80,6 +84,10 @@ struct pipeline_ring {
     // Producer, bulk/TMA form (one thread): announce the bytes the copies will complete_tx, and
     // arrive. The copies are then issued on full_barrier(st).
     __device__ void producer_expect_bytes(const state &st, unsigned tx_bytes) { mbarrier::arrive_expect_tx(&full[st.index], tx_bytes); }
+
+    [[deprecated("cuasync 0.1.0: pipeline_ring::producer_expect(st, tx_bytes) is now producer_expect_bytes (same arguments); the old name goes in a later release")]]
+    // Deprecated (0.1.0): the old name of producer_expect_bytes, kept for a release (CHANGELOG.md).
+    __device__ void producer_expect(const state &st, unsigned tx_bytes) { producer_expect_bytes(st, tx_bytes); }
 #endif
 
     __device__ mbarrier_t *full_barrier(const state &st) { return &full[st.index]; }

@@ -239,4 +239,36 @@ function M.known_fields(where, t, allowed, what)
   end
 end
 
+-- -- Deprecated names ---------------------------------------------------------------------------
+-- A public name is never removed or renamed in one step (DESIGN.md): the old name stays, for at
+-- least one release, as an alias that says once per process, on stderr, what replaces it, and
+-- CHANGELOG.md says what changed. spec/house/surface_spec.lua reads M.deprecations to tell an
+-- alias from a removal; a deprecated method is written `Class.old = util.deprecated(...)`.
+
+local warned = {}
+
+-- Say once per process that `old` is deprecated and `new` replaces it.
+function M.deprecation(old, new)
+  if warned[old] then return end
+  warned[old] = true
+  io.stderr:write(("cuasync: %s is deprecated: use %s (the old name goes in a later release; see CHANGELOG.md)\n"):format(old, new))
+end
+
+-- The aliases util.deprecated made: alias -> { old = name, new = name }.
+M.deprecations = setmetatable({}, { __mode = "k" })
+
+-- fn under its old public name: the same call, which warns once (util.deprecation) first.
+--   M.old_name = util.deprecated("cuasync.old_name", "cuasync.new_name", M.new_name)
+function M.deprecated(old, new, fn)
+  M.cstring("deprecated", "old", old)
+  M.cstring("deprecated", "new", new)
+  M.kind("deprecated", "fn", fn, "function")
+  local alias = function(...)
+    M.deprecation(old, new)
+    return fn(...)
+  end
+  M.deprecations[alias] = { old = old, new = new }
+  return alias
+end
+
 return M

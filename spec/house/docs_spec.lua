@@ -3,6 +3,7 @@
 -- reference writes as `cuasync.x.y` or `var:method(` exists.
 local cuasync = require("cuasync")
 local H = require("helper")
+local S = require("support.surface")
 
 
 -- How the reference names an instance of each class (the methods are `VAR:name(`).
@@ -10,27 +11,9 @@ local VARS = { Program = "prog", Module = "mod", Kernel = "k", Config = "cfg", D
                HostBuffer = "hbuf", Stream = "s", Event = "ev", Graph = "G", TensorMap = "tm", Layout = "L",
                Pipeline = "P", Barrier = "mb", Arrival = "arrival", Token = "token", Role = "t", Result = "r",
                Sweep = "S", K = "K", Pattern = "p", Bulk = "bulk", Hang = "err", Trace = "T" }
--- Classes that are not reachable by a user (the sweep's internals).
-local INTERNAL = { ["lua/cuasync/tools/sweep/space.lua"] = true, ["lua/cuasync/tools/sweep/rng.lua"] = true,
-                   ["lua/cuasync/tools/sweep/runners/init.lua"] = true, ["lua/cuasync/tools/sweep/memo.lua"] = true,
-                   ["lua/cuasync/tools/sweep/compile.lua"] = true }
-
-local function lazy_names()
-  local t = {}
-  for k in H.read("lua/cuasync/init.lua"):match("local LAZY = (%b{})"):gmatch("([%w_]+) = {") do t[#t + 1] = k end
-  return t
-end
-
-local function methods()
-  local out = {}
-  local p = io.popen("grep -rn -E '^function [A-Za-z_]+:[a-z_]+' lua/cuasync")
-  for l in p:lines() do
-    local file, cls, m = l:match("^([^:]+):%d+:function ([%w_]+):([%w_]+)")
-    if file and not INTERNAL[file] and not file:match("^lua/cuasync/types/") and m:sub(1, 2) ~= "__" then out[#out + 1] = { file = file, class = cls, name = m } end
-  end
-  p:close()
-  return out
-end
+-- The module's lazy names and the public methods (the sweep's internal classes left out): the
+-- walk the pinned surface makes too (spec/support/surface.lua).
+local lazy_names, methods = S.lazy_names, function() return S.methods() end
 
 describe("docs/reference.md", function()
   local ref = H.read("docs/reference.md")

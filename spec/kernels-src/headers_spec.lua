@@ -159,6 +159,43 @@ extern "C" __global__ void k(unsigned *g) {
     end
   end)
 
+  -- A kernel written against the ring before its methods were renamed (producer_commit_cp_async
+  -- is producer_commit, producer_expect is producer_expect_bytes) still compiles, to the same
+  -- instructions, and NVRTC's log names what replaces each old name (CHANGELOG.md, 0.1.0).
+  it("the ring's old method names compile as deprecated aliases, with the warning in the log (sm_90a and sm_80)", function()
+    local function ring_kernel(commit, expect)
+      return ([[
+#include <cuasync/ring.cuh>
+extern "C" __global__ void k(const uint4 *in, unsigned *g) {
+  __shared__ cuasync::pipeline_ring<8> ring;
+  __shared__ __align__(16) uint4 buf[8][32];
+  if (threadIdx.x == 0) ring.init(32, 1);
+  __syncthreads();
+  auto p = cuasync::stage_state<8>::producer_start();
+  ring.producer_acquire(p);
+  cuasync::cp_async::copy_cg(&buf[p.index][threadIdx.x], in + threadIdx.x);
+  ring.COMMIT(p);
+#if __CUDA_ARCH__ >= 900
+  if (threadIdx.x == 0) ring.EXPECT(p, 16u);
+#endif
+  auto c = cuasync::stage_state<8>::consumer_start();
+  ring.consumer_wait(c); g[threadIdx.x] = buf[c.index][threadIdx.x].x; ring.consumer_release(c);
+}
+]]):gsub("COMMIT", commit):gsub("EXPECT", expect)
+    end
+    for _, arch in ipairs({ "sm_90a", "sm_80" }) do
+      local old = cuasync.program{ source = ring_kernel("producer_commit_cp_async", "producer_expect"), arch = arch }
+      local new = cuasync.program{ source = ring_kernel("producer_commit", "producer_expect_bytes"), arch = arch }
+      local ptx, log = old:ptx(), old:log()
+      assert.truthy(ptx:find("cp.async.mbarrier.arrive.noinc.shared::cta.b64", 1, true), arch)
+      assert.equal(new:ptx(), ptx, arch .. ": the alias emits what the new name does")
+      assert.truthy(log:find('"cuasync::pipeline_ring<Stages>::producer_commit_cp_async [with Stages=8]" was declared deprecated ("cuasync 0.1.0: pipeline_ring::producer_commit_cp_async is now producer_commit', 1, true), log)
+      assert.equal(arch == "sm_90a", log:find("producer_expect(st, tx_bytes) is now producer_expect_bytes", 1, true) ~= nil, log)
+      local quiet = new:log() or ""   -- (an empty log reads back from the disk cache as nil)
+      assert.is_nil(quiet:find("deprecated", 1, true), quiet)
+    end
+  end)
+
   -- pipeline_cp_async.cuh: the cp.async completion kinds pipeline<Config> derives from. They are
   -- Ampere's (cp.async, mbarrier waits through test_wait): no refusal below sm_90, so sm_80 too.
   local CP_KERNEL = [[
