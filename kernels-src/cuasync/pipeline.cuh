@@ -48,8 +48,8 @@ struct pipeline_stages {
         const unsigned aligned = (addr + Config::align - 1u) & ~(Config::align - 1u);
         base = cuasync_pipeline_smem_ + (aligned - addr);
 #ifdef CUASYNC_TRACE
-        trace_rings[0] = trace::ring_of(1u);
-        trace_rings[1] = trace::ring_of(2u);
+        trace_rings[0] = trace::detail::ring_of(1u);
+        trace_rings[1] = trace::detail::ring_of(2u);
 #endif
     }
 
@@ -76,7 +76,7 @@ struct pipeline_stages {
     __device__ void traced(unsigned kind, mbarrier_t *bar, const state &st, unsigned role) const
     {
         trace::event *e = trace_rings[role - 1u];
-        if (e != CUASYNC_TRACE_OFF) trace::at_ring(e, kind, smem_addr(bar), smem_addr(base), st.phase, role, st.iteration, trace::cycles(), 0u);
+        if (e != CUASYNC_TRACE_OFF) trace::detail::at_ring(e, kind, smem_addr(bar), smem_addr(base), st.phase, role, st.iteration, trace::cycles(), 0u);
     }
     __device__ trace::event *trace_ring(unsigned role) const { return trace_rings[role - 1u]; }
 #endif
@@ -191,7 +191,7 @@ public:
     __device__ void init() const
     {
 #ifdef CUASYNC_TRACE
-        trace::begin_block();
+        trace::detail::begin_block();
 #endif
         if (threadIdx.x == 0) {
             for (int s = 0; s < Config::stages; ++s) {

@@ -66,6 +66,8 @@ __device__ __forceinline__ unsigned long long cycles()
     return t;
 }
 
+namespace detail {   // the recording's own: not part of the interface
+
 // The traced ordinal of this block, or -1: every CUASYNC_TRACE_STRIDE-th block (1: all), or the
 // blocks of CUASYNC_TRACE_LIST (linear indices, x fastest).
 __device__ __forceinline__ int ordinal()
@@ -84,6 +86,7 @@ __device__ __forceinline__ int ordinal()
 #endif
 }
 
+} // namespace detail
 } // namespace trace
 } // namespace cuasync
 
@@ -93,6 +96,8 @@ __constant__ cuasync::trace::params cuasync_trace;   // set by the host before e
 
 namespace cuasync {
 namespace trace {
+
+namespace detail {
 
 // mov.u32 r, %laneid;                                                  // PTX ISA 1.3, sm_10
 // Where this warp's events go, or nullptr: a traced block, the warp's lowest active lane (one
@@ -234,20 +239,26 @@ __device__ __forceinline__ void left(unsigned bar, unsigned base, unsigned parit
     if ((bar != 0u || role != 0u) && recording()) put_at(t0_ns, 0xFFFFFFFFu, where(wait, bar, base, parity, role), it);
 }
 
+} // namespace detail
+
 // A user's mark: an instant with an id (names are the host's: trace = { names = {...} }).
-__device__ __forceinline__ void mark(unsigned id) { put(0u, where(mark_at, 0u, 0u, 0u, 0u), id); }
-__device__ __forceinline__ void range_open(unsigned id) { put(0u, where(range_begin, 0u, 0u, 0u, 0u), id); }
-__device__ __forceinline__ void range_close(unsigned id) { put(0u, where(range_end, 0u, 0u, 0u, 0u), id); }
+__device__ __forceinline__ void mark(unsigned id) { detail::put(0u, detail::where(mark_at, 0u, 0u, 0u, 0u), id); }
+__device__ __forceinline__ void range_open(unsigned id) { detail::put(0u, detail::where(range_begin, 0u, 0u, 0u, 0u), id); }
+__device__ __forceinline__ void range_close(unsigned id) { detail::put(0u, detail::where(range_end, 0u, 0u, 0u, 0u), id); }
+namespace detail {
 // The block's start on its SM (pipeline::init records it).
 __device__ __forceinline__ void begin_block() { put(0u, where(block_begin, 0u, 0u, 0u, 0u), sm_id()); }
+} // namespace detail
 
 #else // no CUASYNC_TRACE: nothing is recorded, and nothing is compiled
 
+namespace detail {
 __device__ __forceinline__ void event_at(unsigned, unsigned, unsigned, unsigned, unsigned, unsigned) {}
+__device__ __forceinline__ void begin_block() {}
+} // namespace detail
 __device__ __forceinline__ void mark(unsigned) {}
 __device__ __forceinline__ void range_open(unsigned) {}
 __device__ __forceinline__ void range_close(unsigned) {}
-__device__ __forceinline__ void begin_block() {}
 
 #endif // CUASYNC_TRACE
 

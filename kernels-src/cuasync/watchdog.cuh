@@ -169,7 +169,7 @@ __device__ __noinline__ void give_up(site s, unsigned long long t0, unsigned lon
     atomicExch(&cuasync_watchdog_abort, 1u);
     __threadfence();
 #ifdef CUASYNC_TRACE
-    trace::left(s.bar, s.base, s.parity, s.role, s.iteration, t0);   // the wait that timed out
+    trace::detail::left(s.bar, s.base, s.parity, s.role, s.iteration, t0);   // the wait that timed out
 #endif
 #ifdef CUASYNC_WATCHDOG_TRAP
     if (writer) __trap();   // only once the post-mortem is out; the others leave quietly
@@ -198,7 +198,7 @@ __device__ __forceinline__ void spin_core(Done done, const site &s)
             if (t - t0 > (unsigned long long)(CUASYNC_WATCHDOG_NS)) give_up(s, t0, t - t0);
             if (aborted()) {
 #ifdef CUASYNC_TRACE
-                trace::left(s.bar, s.base, s.parity, s.role, s.iteration, t0);   // a wait that never ended
+                trace::detail::left(s.bar, s.base, s.parity, s.role, s.iteration, t0);   // a wait that never ended
 #endif
                 leave();
             }
@@ -227,14 +227,14 @@ __device__ __forceinline__ void spin_until(Done done, const site &s)
         const unsigned long long t0 = trace::cycles();
         spin_core(done, s);
         const unsigned long long d = trace::cycles() - t0;
-        trace::at_ring(s.trace_ring, trace::wait, s.bar, s.base, s.parity, s.role, s.iteration, t0,
+        trace::detail::at_ring(s.trace_ring, trace::wait, s.bar, s.base, s.parity, s.role, s.iteration, t0,
                        d > 0xFFFFFFFEull ? 0xFFFFFFFEu : (unsigned)d);   // all ones: never ended (left)
         return;
     }
-    if ((s.bar != 0u || s.role != 0u) && trace::recording()) {   // a plain barrier's, a hand-written ring's
+    if ((s.bar != 0u || s.role != 0u) && trace::detail::recording()) {   // a plain barrier's, a hand-written ring's
         const unsigned long long t0 = trace::cycles();
         spin_core(done, s);
-        trace::waited(s.bar, s.base, s.parity, s.role, s.iteration, t0);
+        trace::detail::waited(s.bar, s.base, s.parity, s.role, s.iteration, t0);
         return;
     }
     spin_core(done, s);

@@ -26,7 +26,8 @@ local M = {}
 M.write_file, M.mkdirs = fs.write, fs.mkdirs
 function M.dir_usage(dir)
   local files, bytes = fs.usage(dir)
-  return files or 0, bytes or 0
+  if not files then return 0, 0 end   -- bytes is then the reason (a cache not made yet)
+  return files, bytes
 end
 
 -- -- Types ------------------------------------------------------------------------------------

@@ -202,7 +202,8 @@ function M.parse(dir)
         elseif t:match("^#") then -- #else, #pragma, #include, #undef: nothing to document
         elseif t:match("^template") and not code:match("[{;]") then st.template = t
         elseif t:match("^namespace%s+[%w_]+%s*{") then
-          st.scopes[#st.scopes + 1] = { name = t:match("^namespace%s+([%w_]+)"), depth = st.depth }
+          local ns = t:match("^namespace%s+([%w_]+)")   -- a detail namespace is a header's own, undocumented
+          st.scopes[#st.scopes + 1] = { name = ns, depth = st.depth, private = ns == "detail" }
           st.depth = st.depth + 1; st.comment = {}
         elseif t:match("^struct") and code:match("{%s*$") then
           local name = code:match("struct%s+__align__%(%d+%)%s+([%w_]+)") or code:match("struct%s+([%w_]+)")
