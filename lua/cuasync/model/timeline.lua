@@ -214,6 +214,14 @@ local function flows(T)
   return list
 end
 
+-- T is a timeline from M.build (the writers' argument check), else a named error for `where`.
+function M.check(T, where)
+  if type(T) ~= "table" or type(T.tracks) ~= "table" or type(T.spans) ~= "table" or type(T.flows) ~= "table"
+     or type(T.blocks) ~= "table" then
+    util.fail(where, ("T must be a timeline from timeline.build(raw) (got %s)"):format(util.describe(T)))
+  end
+end
+
 function M.build(raw)
   util.kind("timeline.build", "raw", raw, "table")
   local slots = raw.slots == nil and {} or raw.slots

@@ -6,6 +6,7 @@
 --   perfetto.document(T) -> { traceEvents = { ... }, displayTimeUnit = "ns", otherData = { ... } }
 --   perfetto.write(T, path) -> path     (raises "cuasync.trace.perfetto: <why>" where it cannot)
 local util = require("cuasync.util")
+local timeline = require("cuasync.model.timeline")
 local fs = require("cuasync.fs")
 local json = require("cuasync.json")
 
@@ -27,11 +28,7 @@ local function decimal(t)
   return (tostring(t):gsub("[UuLl]+$", ""))
 end
 
-local function check(T)
-  if type(T) ~= "table" or type(T.tracks) ~= "table" or type(T.spans) ~= "table" or type(T.flows) ~= "table" then
-    util.fail("trace.perfetto", ("T must be a timeline from timeline.build(raw) (got %s)"):format(util.describe(T)))
-  end
-end
+local function check(T) timeline.check(T, "trace.perfetto") end
 
 function M.document(T)
   check(T)

@@ -6,6 +6,7 @@
 --                                                              the Perfetto file holds them all)
 --   svg.write(T, path[, opts]) -> path   (raises "cuasync.trace.svg: <why>" where it cannot)
 local util = require("cuasync.util")
+local timeline = require("cuasync.model.timeline")
 local fs = require("cuasync.fs")
 local summary = require("cuasync.model.timeline_summary")
 
@@ -39,11 +40,7 @@ local function options(opts)
   return width, blocks
 end
 
-local function check(T)
-  if type(T) ~= "table" or type(T.tracks) ~= "table" or type(T.spans) ~= "table" or type(T.blocks) ~= "table" then
-    util.fail("trace.svg", ("T must be a timeline from timeline.build(raw) (got %s)"):format(util.describe(T)))
-  end
-end
+local function check(T) timeline.check(T, "trace.svg") end
 
 local function duration_text(ns) return ("%.3f µs"):format(ns / 1000) end
 
