@@ -31,7 +31,8 @@ local function in_clone_user_shell(line)
   local dir = H.tmpdir()
   H.write(dir .. "/ten.lua", block("Ten lines"))
   local q = isolate.shell_quote
-  local ok, out = isolate.command(("cd %s && unset LUA_PATH LUA_CPATH MAKELEVEL MAKEFLAGS MFLAGS && %s"):format(q(dir), (line:gsub("ROOT", q(ROOT)))),
+  -- a user's shell: no library chosen by hand (make asan sets CUASYNC_LIB to its own build)
+  local ok, out = isolate.command(("cd %s && unset LUA_PATH LUA_CPATH MAKELEVEL MAKEFLAGS MFLAGS CUASYNC_LIB && %s"):format(q(dir), (line:gsub("ROOT", q(ROOT)))),
                                   { timeout_s = 300 })
   return ok, out
 end
