@@ -14,7 +14,7 @@
 //   as the others (a per-event atomicAdd made a 1 GiB copy 2.4x slower). Each event carries the
 //   launch's epoch, so a ring needs no clearing: an event of another launch is not read.
 // Time: a pipeline's events are stamped with %clock64 (the SM's cycles: cheap), ring 0's with
-// %globaltimer (ns, the same on every SM) and %clock64 both; every 16th iteration a role adds a
+// %globaltimer (ns, the same on every SM) and %clock64 both; every 64th iteration a role adds a
 // sync to ring 0, and the host maps a slot's cycles to ns between its pairs.
 // An event: t (ns, or cycles where bit 30 of a says so), dur (a wait's length, in t's unit),
 // a = where (bits 0-17: the barrier's shared address, or its offset in the pipeline's ring when
@@ -181,7 +181,7 @@ __device__ __forceinline__ unsigned where(unsigned k, unsigned bar, unsigned bas
 }
 
 // A pipeline role's event (role 1 producer, 2 consumer; a pipeline's base known): at 2 it + k of
-// the role's ring (k = 0 the wait, 1 the issue or release), t and dur in cycles, and every 16th
+// the role's ring (k = 0 the wait, 1 the issue or release), t and dur in cycles, and every 64th
 // iteration's wait a sync in ring 0; a plain barrier's (no role) in ring 0, dur in cycles too.
 __device__ __forceinline__ void at(unsigned k, unsigned bar, unsigned base, unsigned parity, unsigned role,
                                    unsigned it, unsigned long long t, unsigned dur)
@@ -193,7 +193,7 @@ __device__ __forceinline__ void at(unsigned k, unsigned bar, unsigned base, unsi
     if (e == nullptr) return;
     const bool w = k == (unsigned)wait;
     store(e + (2u * it + (w ? 0u : 1u)) % (unsigned)(CUASYNC_TRACE_EVENTS), t, dur, a, it, cuasync_trace.epoch, 0ull);
-    if (w && (it & 15u) == 0u) put(0u, where(sync, 0u, 0u, 0u, role), it);
+    if (w && (it & 63u) == 0u) put(0u, where(sync, 0u, 0u, 0u, role), it);
 }
 
 // mov.u32 r, %laneid;                                                  // PTX ISA 1.3, sm_10
@@ -207,7 +207,7 @@ __device__ __forceinline__ void at_ring(event *e, unsigned k, unsigned bar, unsi
     const bool w = k == (unsigned)wait;
     store(e + (2u * it + (w ? 0u : 1u)) % (unsigned)(CUASYNC_TRACE_EVENTS), t, dur,
           where(k, bar, base, parity, role) | (1u << 30), it, cuasync_trace.epoch, 0ull);
-    if (w && (it & 15u) == 0u) put(0u, where(sync, 0u, 0u, 0u, role), it);
+    if (w && (it & 63u) == 0u) put(0u, where(sync, 0u, 0u, 0u, role), it);
 }
 
 // An instant of a pipeline (issue, release) or of a barrier.
