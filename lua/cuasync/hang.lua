@@ -1,7 +1,8 @@
 -- The watchdog's post-mortem: a hung kernel's record (watchdog.lua reads it from host-mapped
 -- memory) turned into a Hang error (errors.lua, kind "hang") whose message says who waited on
 -- what, and its err:explain(): the progress the pipeline recorded, replayed in the CPU mbarrier
--- model, and the likely cause. Reads the record's fields only: no memory, no driver.
+-- model, and the likely cause. Reads the record's fields, and for a traced module the hung
+-- block's last events (trace/read.lua: one copy from the device).
 local errors = require("cuasync.errors")
 local mbarrier = require("cuasync.model.mbarrier")
 local trace = require("cuasync.trace.read")
@@ -65,7 +66,7 @@ function M.error_from(r, mod, rc_ok)
     parts[#parts + 1] = "; the CUDA context is lost (watchdog action \"trap\"): start a new process to use the GPU again"
   end
   e.message = table.concat(parts)
-  -- a traced module: what each warp of the hung block did just before (trace/init.lua)
+  -- a traced module: what each warp of the hung block did just before (trace/read.lua)
   e.last_events = trace.recent(mod, e.block, M.LAST_EVENTS)
   return errors.new("hang", e)
 end

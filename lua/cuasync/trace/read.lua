@@ -10,7 +10,7 @@ require("cuasync.cdef.memory")
 require("cuasync.cdef.event")
 
 local C, errbuf, ERRLEN = native.C, native.errbuf, native.ERRLEN
-local HEADER, SLOT, EVENT = layout.HEADER, layout.SLOT, layout.EVENT
+local HEADER, SLOT = layout.HEADER, layout.SLOT
 local KINDS, ROLES = layout.KINDS, layout.ROLES
 
 local M = {}
