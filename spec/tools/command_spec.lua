@@ -14,7 +14,7 @@ local COMMANDS = { "info", "compile", "sweep", "run" }
 local SWEEPS = { "pipeline_tma", "gemm_sweep", "gemm_ablation", "cp_async_sweep", "sweep_command", "tma_copy", "tile_copy",
                  "tile_transpose", "cluster_histogram" }
 local OTHERS = { "pipeline_model", "swizzle_view", "bench_cancel", "bench_compile", "bench_graph", "bench_launch",
-                 "bench_patterns", "bench_watchdog" }
+                 "bench_patterns", "bench_watchdog", "bench_warmup" }
 
 describe("cuasync command", function()
   it("exits 2 on every usage error of sweep, naming the option", function()
@@ -66,6 +66,8 @@ describe("cuasync command", function()
       { "--plot p.jpg", "--plot p.jpg: path must end in .png or .svg" },
       { "--plot p.png --x nope", '--x nope is not a parameter of the sweep (k)' },
       { "--plot p.png --series nope", '--series nope is not a parameter of the sweep (k)' },
+      { "--warmup-ms -5", "--warmup-ms -5: warmup_ms must be an integer in 0..60000 (got -5)" },
+      { "--columns spread,clock", "--columns spread,clock: clock is not a column (columns: " },
     }) do
       local out, rc = sh(base .. case[1])
       assert.equal(2, rc, case[1] .. ": " .. out)

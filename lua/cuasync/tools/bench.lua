@@ -105,13 +105,14 @@ end
 -- doing different work compare fairly) is over f times the best (of those that are not
 -- v.baseline, or `best` from earlier work) leaves the rounds with v.slow = true and its partial figure;
 -- keep_going = true: a variant whose run raises leaves the rounds with v.error (its message) and
--- no v.ms, and the others go on.
+-- no v.ms, and the others go on; observe = fn(v): called after each variant's bench of a round,
+-- untimed (the sweep samples the GPU's clocks and power there, while they are the variant's).
 function M.rounds(variants, opts)
   util.kind("bench_rounds", "variants", variants, "table")
   opts = opts or {}
   util.kind("bench_rounds", "opts", opts, "table")
   util.known_fields("bench_rounds", opts, { rounds = true, reps = true, warmup = true, host = true, before = true,
-                                            early_exit = true, keep_going = true }, 2)
+                                            early_exit = true, keep_going = true, observe = true }, 2)
   -- by its own name, and before keep_going could take the refusal for a variant's failure
   if not opts.host then
     capture.refuse("bench_rounds", "its rounds time work with events and wait for it on the host (time G:launch from outside)")
@@ -131,6 +132,7 @@ function M.rounds(variants, opts)
   if opts.keep_going ~= nil and type(opts.keep_going) ~= "boolean" then
     util.fail("bench_rounds", ("keep_going must be a boolean (got %s)"):format(util.describe(opts.keep_going)))
   end
+  if opts.observe ~= nil then util.kind("bench_rounds", "observe", opts.observe, "function") end
   util.list("bench_rounds", "variants", variants)
   for i, v in ipairs(variants) do
     if type(v) ~= "table" or type(v.run) ~= "function" then
@@ -141,13 +143,15 @@ function M.rounds(variants, opts)
   local b = { warmup = opts.warmup or 2, reps = opts.reps or 10, host = opts.host, before = opts.before }
   for round = 1, rounds do
     for _, v in ipairs(variants) do
-      if v.slow or v.error then   -- left the rounds
+      local ran = not (v.slow or v.error)
+      if not ran then   -- left the rounds
       elseif opts.keep_going then   -- a variant that raises leaves the rounds (v.error), the rest go on
         local ok, res = pcall(M.bench, v.run, b)
         if ok then v.times[#v.times + 1] = res.median else v.error = res end
       else
         v.times[#v.times + 1] = M.bench(v.run, b).median
       end
+      if ran and opts.observe and not v.error then opts.observe(v) end
     end
     if ex and round == ex.after and round < rounds then
       local best = ex.best

@@ -4,6 +4,8 @@
 local cli = require("cuasync.tools.cli")
 local rules = require("cuasync.tools.sweep.rules")
 local errors = require("cuasync.errors")
+local method = require("cuasync.tools.sweep.method")
+local row = require("cuasync.tools.sweep.row")
 local rule = rules.option
 
 -- --param NAME=V1,V2 -> { name, values }
@@ -58,6 +60,10 @@ local M = {
     { "--jobs N", "compile workers (default: one per core, at most 16)", type = "int", check = rule("jobs") },
     { "--shard I/N", "run every N-th point from the I-th (a job array covers a large space; --merge joins them)", type = shard },
     { "--quiet", "no progress lines" },
+    { "--auto-rounds", "rounds = \"auto\" for this run: more rounds for the leaders until the best is separated or max_rounds" },
+    { "--warmup-ms N", "the warm-up before the first timed round of each batch, ms (default 300; 0: none)", type = "int" },
+    { "--columns LIST", "more of the rows' columns in the table (sm_mhz,mem_mhz,power_w,temp_c,reasons,ceiling,of_copy,...)",
+      type = "list" },
     "what is written:",
     { "--out DIR", "write NAME.csv, NAME.json and NAME.t4.json to DIR (made if missing)" },
     { "--csv FILE", "the rows as CSV" },
@@ -149,6 +155,16 @@ local function run(o, spec, script)
   local bad = o.plot and require("cuasync.tools.report.plot").check(S, o.plot, { x = o.x, series = o.series })
   if bad and bad.field == "path" then cli.usage_error(M, ("--plot %s: %s"):format(o.plot, bad.message)) end
   if bad then cli.usage_error(M, ("--%s %s %s"):format(bad.field, bad.value, bad.rule)) end
+  if o.columns then   -- a misspelt column is said before the sweep runs, not after
+    local known = {}
+    for _, c in ipairs(row.fields("column")) do known[c] = true end
+    for _, c in ipairs(o.columns) do
+      if not known[c] then
+        cli.usage_error(M, ("--columns %s: %s is not a column (columns: %s)"):format(table.concat(o.columns, ","), c,
+          table.concat(row.fields("column"), ", ")))
+      end
+    end
+  end
   local budget = (o.budget_points or o.budget_seconds) and { points = o.budget_points, seconds = o.budget_seconds } or nil
   local slurm = o.slurm and { shards = o.shards, partition = o.partition, time = o.time, gpus_per_task = o.gpus_per_task,
     dir = o.slurm_dir, sbatch_args = #o.sbatch_arg > 0 and o.sbatch_arg or nil, wait = o.wait, dry_run = o.dry_run,
@@ -161,15 +177,20 @@ local function run(o, spec, script)
     end
   end
   for _, f in ipairs({ "csv", "json", "t4" }) do if o[f] then on_stop[#on_stop + 1] = { f, o[f] } end end
+  if o.warmup_ms then   -- the sweep's own rule, said as a usage error
+    local ok, err = pcall(method.set_warmup, S, o.warmup_ms)
+    if not ok then cli.usage_error(M, ("--warmup-ms %s: %s"):format(o.warmup_ms, (errors.message(err):gsub("^[^\n]-:%d+: ", ""):gsub("^cuasync%.[%w_.]+: ", "")))) end
+  end
   S:run{ gpus = o.gpus, jobs = o.jobs, shard = o.shard, force = o.force, quiet = o.quiet, strategy = o.strategy,
-         budget = budget, seed = o.seed, replay = o.replay, slurm = slurm, on_stop = on_stop }
+         budget = budget, seed = o.seed, replay = o.replay, slurm = slurm, on_stop = on_stop,
+         rounds = o.auto_rounds and "auto" or nil }
   return S
 end
 
 -- What a run says and writes: the table, the Slurm line, the outputs, then the script's after(S, o).
 -- An example that runs on its own ends through here too, so it says and writes the same both ways.
 function M.report(S, o, after)
-  S:print()
+  S:print{ columns = o.columns }
   if S.slurm then
     local s = S.slurm
     if s.note then print("note: " .. s.note) end

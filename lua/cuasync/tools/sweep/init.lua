@@ -7,14 +7,16 @@
 --     program = function(p) return cuasync.program{...} end,     -- compiled in parallel workers
 --     build = function(p) return { run = run, verify = fn, poison = fn, bytes = n, flops = f, inflight = b,
 --                                          stage_inflight = s } end,
---     baseline = { name = "cuMemcpyDtoD", run = fn, bytes = n }, rounds = 5, reps = 10, timeout_ms = 5000,
+--     baseline = { name = "cuMemcpyDtoD", run = fn, bytes = n, build = fn }, rounds = 5 | "auto", reps = 10,
+--     max_rounds = 20, warmup_ms = 300, spread_limit = 0.02, rotate = 1, timeout_ms = 5000,
 --     strategy = "exhaustive", budget = { points = n, seconds = s }, seed = 1, flush_l2 = false,
 --     spills = "keep" | "prune" }
---   S:run{ jobs = 8, gpus = "all" | {0, 1}, force = false, shard = "1/4", strategy, budget, seed, replay, on_stop }
+--   S:run{ jobs = 8, gpus = "all" | {0, 1}, force = false, shard = "1/4", strategy, budget, seed, replay, on_stop,
+--          trace = "best" | "all", rounds = n | "auto" }
 --   S:print()  S:write("csv" | "json" | "t4" | "plot" | "text", path[, opts])  S:knee{ x, series, memory }
 --   S.rows, S.best, S.complete, S.notes; the rest of the last run's record in S.result
 -- The parts: space.lua (points), row.lua (the one row schema: fields, value rules, exact keys),
--- options.lua (S:run's options) and rules.lua (each option's rule, which the command reads too),
+-- options.lua (S:run's options), method.lua (rounds, warm-up, spread, rotate), rules.lua (each option's rule, which the command reads too),
 -- strategies/ (which points, in what order, loaded by name), runners/ (who answers a batch: in
 -- this process, over GPUs, from the store, or nobody without a GPU), compile.lua (the compile
 -- service they use), measure.lua (build, verify, time), stop.lua (Ctrl-C, and a run that ends
@@ -32,6 +34,7 @@ local search = require("cuasync.tools.sweep.search")
 local knee = require("cuasync.tools.sweep.knee")
 local merge = require("cuasync.tools.sweep.merge")
 local slurm = require("cuasync.tools.sweep.slurm")
+local method = require("cuasync.tools.sweep.method")
 
 local M = {}
 local Sweep = {}
@@ -60,7 +63,8 @@ end
 
 local FIELDS = { name = true, params = true, order = true, where = true, program = true, build = true,
                  baseline = true, rounds = true, reps = true, timeout_ms = true, unit = true, script = true,
-                 host = true, strategy = true, budget = true, seed = true, flush_l2 = true, spills = true }
+                 host = true, strategy = true, budget = true, seed = true, flush_l2 = true, spills = true,
+                 warmup_ms = true, spread_limit = true, max_rounds = true, rotate = true }
 local WHERE = "sweep"
 local function fail(msg) util.fail(WHERE, msg) end
 
@@ -78,9 +82,10 @@ function M.new(spec)
   S.where, S.program, S.build = spec.where, spec.program, spec.build
   if spec.baseline ~= nil then
     util.kind(WHERE, "baseline", spec.baseline, "table")
-    util.known_fields(WHERE, spec.baseline, { name = true, run = true, bytes = true, flops = true }, "baseline")
+    util.known_fields(WHERE, spec.baseline, { name = true, run = true, bytes = true, flops = true, build = true }, "baseline")
     util.cstring(WHERE, "baseline.name", spec.baseline.name)
     util.kind(WHERE, "baseline.run", spec.baseline.run, "function")
+    if spec.baseline.build ~= nil then util.kind(WHERE, "baseline.build", spec.baseline.build, "function") end
     for _, f in ipairs({ "bytes", "flops" }) do
       local n = spec.baseline[f]
       if n ~= nil and (type(n) ~= "number" or n ~= n or n <= 0 or n == math.huge) then
@@ -90,8 +95,6 @@ function M.new(spec)
   end
   S.baseline = spec.baseline
   S.baseline_name = spec.baseline and spec.baseline.name
-  S.rounds = util.int_in(WHERE, "rounds", spec.rounds or 5, 1, 1000)
-  S.reps = util.int_in(WHERE, "reps", spec.reps or 10, 1, 100000)
   S.timeout_ms = util.int_in(WHERE, "timeout_ms", spec.timeout_ms or 10000, 1, 3600 * 1000)
   if spec.unit ~= nil and spec.unit ~= "GB/s" and spec.unit ~= "TFLOP/s" then
     fail(('unit must be "GB/s" or "TFLOP/s" (got %s)'):format(util.describe(spec.unit)))
@@ -103,6 +106,7 @@ function M.new(spec)
     if spec[f] ~= nil and type(spec[f]) ~= "boolean" then fail(("%s must be a boolean (got %s)"):format(f, type(spec[f]))) end
   end
   S.host, S.flush_l2 = spec.host == true, spec.flush_l2 == true
+  method.set(WHERE, S, spec)   -- rounds, reps, max_rounds, warmup_ms, spread_limit, rotate
   if spec.spills ~= nil and spec.spills ~= "prune" and spec.spills ~= "keep" then
     fail(('spills must be "prune" (a variant that spills to local memory is pruned) or "keep" (got %s)'):format(util.describe(spec.spills)))
   end
@@ -147,12 +151,17 @@ function Sweep:run(o)
     options.run(WHERE .. ".run", self, o)
     return slurm.run(self, o, slurm.options(self, o.slurm))
   end
-  return search.run(self, o)
+  local restore = method.override(WHERE .. ".run", self, type(o) == "table" and o.rounds or nil)
+  local ok, res = pcall(search.run, self, o)
+  restore()
+  if not ok then error(res, 0) end
+  return res
 end
 
-function Sweep:text() return report.handler("text").text(self) end
-function Sweep:print()
-  print(self:text())   -- skipped launches are said there, once, with the reason
+-- o.columns: more of the row's columns in the table, by name (S:print{ columns = { "sm_mhz", "power_w" } })
+function Sweep:text(o) return report.handler("text").text(self, o) end
+function Sweep:print(o)
+  print(self:text(o))   -- skipped launches are said there, once, with the reason
   return self
 end
 

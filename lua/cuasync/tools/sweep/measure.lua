@@ -4,9 +4,7 @@
 -- Each point ends as a row of one kind (row.lua); a failure names its step (r.failed_in). A
 -- plan's refusal prunes and anything else fails: told by the error's kind (errors.lua), never
 -- by its text.
-local device = require("cuasync.device")
 local streams = require("cuasync.stream")
-local buffer = require("cuasync.buffer")
 local cache = require("cuasync.cache")
 local compiler = require("cuasync.compiler")
 local program = require("cuasync.program")
@@ -17,7 +15,9 @@ local errors = require("cuasync.errors")
 local row = require("cuasync.tools.sweep.row")
 local stop = require("cuasync.tools.sweep.stop")
 
-local M = { SLOW_FACTOR = 2, SLOW_AFTER = 1 }
+local timing = require("cuasync.tools.sweep.timing")
+
+local M = { note = timing.note }
 
 -- An error's message without the position error() put in front of it (the row says where).
 M.message = errors.message
@@ -99,7 +99,7 @@ end
 -- (kernels/*.build) return beside it for the caller (kernel, plan, config, grid, per_sm). Any
 -- other is a misspelling the sweep would otherwise ignore (verfy: a variant never verified).
 local BUILD_FIELDS = { run = true, verify = true, poison = true, bytes = true, flops = true, inflight = true,
-                       stage_inflight = true,
+                       stage_inflight = true, dtype = true,
                        kernel = true, plan = true, config = true, grid = true, per_sm = true }
 
 -- The build result's shape, or why it is wrong.
@@ -111,6 +111,7 @@ function M.check_build(v)
       return ("build(p) returned an unknown field %s (fields: %s)"):format(util.describe(k), util.sorted_keys(BUILD_FIELDS))
     end
   end
+  if v.dtype ~= nil and type(v.dtype) ~= "string" then return ("build(p).dtype must be a string such as \"bf16\" (got %s)"):format(util.describe(v.dtype)) end
   for _, f in ipairs({ "verify", "poison" }) do
     if v[f] ~= nil and type(v[f]) ~= "function" then return ("build(p).%s must be a function (got %s)"):format(f, util.describe(v[f])) end
   end
@@ -130,6 +131,49 @@ function M.verdict(ok, res, why)
   if type(res) == "string" then return res end
   if res == false then return why ~= nil and tostring(why) or "verify returned false" end
   return ("verify returned %s: only true passes (return true, or false and the reason)"):format(util.describe(res))
+end
+
+-- rotate = n: build(p) called n - 1 more times, each copy run once and verified like the first;
+-- the timed run then takes the copies in turn, so that a rep reads inputs the n - 1 reps before
+-- it did not touch (L2-cold once n x the inputs exceed the L2). build must make its own inputs.
+local function rotation(S, r, first)
+  local runs = { first.run }
+  for k = 2, S.rotate do
+    local what = ("rotate: copy %d of %d"):format(k, S.rotate)
+    local ok, v = stop.pcall(stop.label(S, r, "build()"), S.build, r.params)
+    local bad = not ok and M.message(v) or M.check_build(v)
+    if bad then return nil, row.set(r, "failed", what .. ": " .. bad, "build") end
+    local ok2, err = stop.pcall(stop.label(S, r, "run()"), function() if v.poison then v.poison() end v.run() end)
+    if ok2 and not S.host then ok2, err = pcall(streams.synchronize, { timeout_ms = S.timeout_ms }) end
+    if not ok2 then return nil, row.set(r, "failed", what .. ": run: " .. M.message(err), "run") end
+    local wrong = v.verify and M.verdict(stop.pcall(stop.label(S, r, "verify()"), v.verify))
+    if wrong then return nil, row.set(r, "failed", "verification: " .. what .. ": " .. wrong, "verification") end
+    runs[k] = v.run
+  end
+  local i, n = 0, #runs
+  return setmetatable({ run = function() i = i % n + 1 return runs[i]() end }, { __index = first })
+end
+
+-- The baseline's run under rotate = n: baseline.build() called n times (each a run function on
+-- its own inputs), taken in turn; without baseline.build the baseline reads warm inputs (said).
+local function rotate_baseline(S)
+  local b = S.baseline
+  if not b or S.rotate <= 1 or S.baseline_run then return end
+  if not b.build then
+    M.note(S, ("rotate = %d rotates the variants' inputs, not the baseline's (give baseline.build to rotate it)"):format(S.rotate))
+    S.baseline_run = b.run
+    return
+  end
+  local runs = {}
+  for k = 1, S.rotate do
+    local f = b.build()
+    if type(f) ~= "function" then
+      util.fail("sweep", ("baseline.build() must return a run function (call %d of rotate = %d got %s)"):format(k, S.rotate, util.describe(f)))
+    end
+    runs[k] = f
+  end
+  local i, n = 0, #runs
+  S.baseline_run = function() i = i % n + 1 return runs[i]() end
 end
 
 -- Build one point and run it once, verified. Returns the build, or nil (the row says why) and,
@@ -184,6 +228,10 @@ local function try(S, r)
     end
     r.verified = true
   end
+  if (S.rotate or 1) > 1 then
+    v = rotation(S, r, v)
+    if not v then return nil end
+  end
   if v.inflight then r.inflight = v.inflight end
   if v.stage_inflight then r.stage_inflight = v.stage_inflight end
   if nvtx.enabled() then
@@ -195,71 +243,10 @@ end
 
 M.try = try   -- the traced rebuild (runners/init.lua) goes through the same steps
 
--- The flush before each rep (S.flush_l2): a memset over twice the L2, made on first use.
-local function flusher(S)
-  if not S.flush_l2 then return nil end
-  if not S.flush_buf then
-    S.flush_buf = buffer.alloc(2 * device.current().l2_bytes)
-  end
-  local buf = S.flush_buf
-  return function() buf:fill(0) end
-end
-
--- Time the variants (each { run, row, bytes, flops }) beside the baseline; fill their rows.
--- best_cost: the best ms per unit of work known from earlier batches (the early-exit bar).
--- Returns the baseline's row.
-local function time(S, variants, gpu, best_cost)
-  local all, base = {}, nil
-  if S.baseline and #variants > 0 then
-    base = { label = S.baseline.name, run = S.baseline.run, baseline = true }
-    all[1] = base
-  end
-  for _, v in ipairs(variants) do
-    v.work = v.bytes or v.flops
-    all[#all + 1] = v
-  end
-  if #variants == 0 then return nil end
-  -- keep_going: a variant that raises in the timed rounds fails alone, the others are measured
-  -- a host sweep's rounds run its variants' code and nothing else: a region the sweep cannot poll
-  local call = S.host and function(...) return stop.pcall(("the timed rounds of %d variants"):format(#variants), ...) end or pcall
-  local ok, err = call(bench.rounds, all, { rounds = S.rounds, reps = S.reps, host = S.host or nil, warmup = S.host and 0 or nil,
-    before = flusher(S), keep_going = true,
-    early_exit = S.rounds > M.SLOW_AFTER and { after = M.SLOW_AFTER, factor = M.SLOW_FACTOR, best = best_cost } or nil })
-  if not ok then
-    for _, v in ipairs(variants) do row.set(v.row, "failed", "timing: " .. tostring(err), "timing") end
-    return nil
-  end
-  if base and base.error then
-    M.note(S, ("the baseline %s raised in the timed rounds (%s): no ratios"):format(base.label, M.message(base.error)))
-    base = nil
-  end
-  for _, v in ipairs(variants) do
-    local r = v.row
-    if v.error then
-      row.set(r, "failed", "timing: " .. M.message(v.error), "timing")
-    else
-      r.kind, r.ms, r.gpu, r.times, r.slow, r.cost = "measured", v.ms, gpu, v.times, v.slow, v.ms / (v.work or 1)
-      r.gbps = v.bytes and v.bytes / (v.ms * 1e6) or nil
-      r.tflops = v.flops and v.flops / (v.ms * 1e9) or nil
-      r.ratio = base and base.ms / v.ms or nil
-    end
-  end
-  return base and { name = base.label, ms = base.ms, gbps = S.baseline.bytes and S.baseline.bytes / (base.ms * 1e6) or nil,
-                    tflops = S.baseline.flops and S.baseline.flops / (base.ms * 1e9) or nil }
-end
-
--- A note for the run's text, said once (S.result: the run in progress).
-function M.note(S, text)
-  local R = S.result
-  if not R then return end
-  R.notes = R.notes or {}
-  for _, n in ipairs(R.notes) do if n == text then return end end
-  R.notes[#R.notes + 1] = text
-end
-
 -- Measure `rows` (already compiled) on the current device; `step` is called once per row.
 function M.measure(S, rows, step, gpu, best_cost)
   local variants, blocked = {}, nil
+  rotate_baseline(S)
   for _, r in ipairs(rows) do
     if not blocked and stop.requested() then blocked = stop.NOT_RUN end
     if blocked then
@@ -267,11 +254,11 @@ function M.measure(S, rows, step, gpu, best_cost)
     else
       local v
       v, blocked = try(S, r)
-      if v then variants[#variants + 1] = { run = v.run, row = r, bytes = v.bytes, flops = v.flops } end
+      if v then variants[#variants + 1] = { run = v.run, row = r, bytes = v.bytes, flops = v.flops, dtype = v.dtype } end
     end
     step()
   end
-  return time(S, variants, gpu, best_cost)
+  return timing.time(S, variants, gpu, best_cost)
 end
 
 -- The winner measured again alone (a fresh build, then rounds beside the baseline only): a
@@ -282,7 +269,7 @@ function M.remeasure(S, r, gpu)
   local v, why = try(S, copy)
   if not v then return false, why or copy.reason end
   local first = r.ms
-  local base = time(S, { { run = v.run, row = copy, bytes = v.bytes, flops = v.flops } }, gpu, nil)
+  local base = timing.time(S, { { run = v.run, row = copy, bytes = v.bytes, flops = v.flops, dtype = v.dtype } }, gpu, nil)
   if copy.kind ~= "measured" then return false, copy.reason end
   row.copy(r, copy, "timed")
   r.remeasured = first

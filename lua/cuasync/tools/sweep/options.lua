@@ -62,7 +62,8 @@ function M.default_jobs() return math.max(1, math.min(isolate.cores(), 16)) end
 function M.run(where, S, o)
   util.kind(where, "argument", o, "table")
   util.known_fields(where, o, { jobs = true, gpus = true, force = true, shard = true, quiet = true, strategy = true,
-                                budget = true, seed = true, replay = true, slurm = true, on_stop = true, trace = true })
+                                budget = true, seed = true, replay = true, slurm = true, on_stop = true, trace = true,
+                                rounds = true })
   if o.trace ~= nil and o.trace ~= "best" and o.trace ~= "all" then
     util.fail(where, ('trace must be "best" (the winner\'s timeline) or "all" (every measured variant\'s) (got %s)'):format(util.describe(o.trace)))
   end

@@ -11,6 +11,7 @@ local toolkit = require("cuasync.toolkit")
 local runner = require("cuasync.tools.sweep.measure")
 local row = require("cuasync.tools.sweep.row")
 local stop = require("cuasync.tools.sweep.stop")
+local method = require("cuasync.tools.sweep.method")
 
 local ffi = require("ffi")
 
@@ -73,6 +74,7 @@ function M.serve(S, task, space)
   else
     if not S.host then device.open(task.gpu) end
     local rows = {}
+    method.apply(S, task.method)   -- the main process's rounds, warm-up, spread bar, rotate
     for k, i in ipairs(task.indices) do rows[k] = row.new(i, space:point(i)) end
     local base = runner.measure(S, rows, function() tell("measured") end, task.gpu, task.best_cost)
     write_file(task.out, json.encode({ rows = rows, baseline = base }))
@@ -87,7 +89,8 @@ local function run(S, mode, shares, step, extra)
   local jobs, tasks = {}, {}
   for w, share in ipairs(shares) do
     local file = os.tmpname()
-    local t = { mode = mode, indices = share.indices, archs = share.archs, gpu = share.gpu, out = file .. ".out", best_cost = extra }
+    local t = { mode = mode, indices = share.indices, archs = share.archs, gpu = share.gpu, out = file .. ".out", best_cost = extra,
+                method = method.of(S) }
     write_file(file, json.encode(t))
     tasks[w] = { file = file, out = t.out, log = file .. ".log" }
     local argv = { lua, S.script }

@@ -1,0 +1,146 @@
+-- How far a sweep row's figure can be trusted, from its rounds: pure Lua, no GPU.
+--   spread      the relative interquartile range of the row's per-round figures: (q3 - q1) / median.
+--               Per-round ratios to the baseline timed in the same round where there is one (the
+--               chip's clock drift falls on both and cancels), else per-round times.
+--   stable      spread <= limit (default 2%, the figure Nsight Python flags a measurement at).
+--   separated   two rows told apart: in the same rounds, the leader is faster in at least three
+--               rounds of four (the lower quartile of the per-round time ratios is over 1);
+--               from different rounds, their interquartile ranges do not overlap.
+-- Auto rounds (M.leaders, M.decide): the variants not separated from the best get more rounds.
+local M = { LIMIT = 0.02 }
+
+local function sorted(t)
+  local s = {}
+  for i = 1, #t do s[i] = t[i] end
+  table.sort(s)
+  return s
+end
+
+-- The q-quantile of a sorted list, linearly interpolated between order statistics (the usual
+-- "type 7": q = 0 the least, q = 1 the most, q = 0.5 the median).
+function M.quantile(s, q)
+  local n = #s
+  if n == 0 then error("cuasync.model.spread: the quantile of an empty list", 2) end
+  local h = (n - 1) * q + 1
+  local lo = math.floor(h)
+  if lo >= n then return s[n] end
+  return s[lo] + (h - lo) * (s[lo + 1] - s[lo])
+end
+
+-- { q1, median, q3 } of a list of numbers.
+function M.quartiles(t)
+  local s = sorted(t)
+  return M.quantile(s, 0.25), M.quantile(s, 0.5), M.quantile(s, 0.75)
+end
+
+-- The relative interquartile range of a list (nil with fewer than 2 figures: no spread to tell).
+function M.rel_iqr(t)
+  if #t < 2 then return nil end
+  local q1, med, q3 = M.quartiles(t)
+  return (q3 - q1) / med
+end
+
+-- Per-round ratios to the baseline: base_times[i] / times[i], for the rounds both have.
+function M.ratios(times, base_times)
+  local r = {}
+  for i = 1, math.min(#times, #(base_times or {})) do r[i] = base_times[i] / times[i] end
+  return r
+end
+
+-- The per-round figures a row's spread is taken over (higher is better): its ratios to the
+-- baseline where it has them, else 1 / time.
+function M.figures(r)
+  if r.base_times and #r.base_times > 0 then return M.ratios(r.times, r.base_times) end
+  local f = {}
+  for i, t in ipairs(r.times or {}) do f[i] = 1 / t end
+  return f
+end
+
+-- r.spread and r.stable from its rounds (r.times, r.base_times); limit: the stability bar.
+function M.mark(r, limit)
+  r.spread = M.rel_iqr(M.figures(r))
+  if r.spread then r.stable = r.spread <= (limit or M.LIMIT) else r.stable = nil end
+  return r
+end
+
+-- Whether a (the leader) is told apart from b, and a's lead (a's median figure / b's - 1).
+-- a, b: { times, base_times, batch, work } rows; rows of one batch (the same rounds) are
+-- compared round by round on time per unit of work, others by their figures' quartiles.
+function M.separated(a, b)
+  local fa, fb = M.figures(a), M.figures(b)
+  local _, ma = M.quartiles(fa)
+  local _, mb = M.quartiles(fb)
+  local lead = ma / mb - 1
+  if a.batch ~= nil and a.batch == b.batch then
+    local d = {}
+    for i = 1, math.min(#a.times, #b.times) do
+      d[i] = (b.times[i] / (b.work or 1)) / (a.times[i] / (a.work or 1))
+    end
+    if #d < 2 then return false, lead end
+    local q1 = M.quartiles(d)
+    return q1 > 1, lead
+  end
+  if #fa < 2 or #fb < 2 then return false, lead end
+  local a1 = M.quartiles(fa)
+  local _, _, b3 = M.quartiles(fb)
+  return a1 > b3, lead
+end
+
+-- The best of rows by median figure (higher is better), and the list sorted best first.
+function M.rank(rows)
+  local list = {}
+  for _, r in ipairs(rows) do
+    if r.times and #r.times > 0 then
+      local _, m = M.quartiles(M.figures(r))
+      list[#list + 1] = { row = r, figure = m }
+    end
+  end
+  table.sort(list, function(x, y) return x.figure > y.figure end)
+  local out = {}
+  for i, e in ipairs(list) do out[i] = e.row end
+  return out
+end
+
+-- The rows not separated from the best (the best first): those auto rounds go on measuring.
+function M.leaders(rows)
+  local ranked = M.rank(rows)
+  local best = ranked[1]
+  if not best then return {} end
+  local out = { best }
+  for i = 2, #ranked do
+    if not M.separated(best, ranked[i]) then out[#out + 1] = ranked[i] end
+  end
+  return out
+end
+
+-- Auto rounds' rule: more rounds while the best has a tie and the cap allows. rounds: how many
+-- the leaders have had. Returns the leaders to measure again (the empty list when done), and why.
+function M.decide(rows, rounds, cap)
+  local lead = M.leaders(rows)
+  if #lead <= 1 then return {}, #lead == 1 and "separated" or "no rows" end
+  if rounds >= cap then return {}, "cap" end
+  return lead, "tied"
+end
+
+-- The best line's words: "best by 1.8% over #12 (separated)" or "tied with #12, #30 within noise".
+-- rows: the measured rows the best was chosen from (each with index).
+function M.verdict(best, rows)
+  local ranked = M.rank(rows)
+  local ties = {}
+  local runner
+  for _, r in ipairs(ranked) do
+    if r ~= best then
+      runner = runner or r
+      if not M.separated(best, r) then ties[#ties + 1] = "#" .. tostring(r.index) end
+    end
+  end
+  if not runner then return "the only measured row", true end
+  if #ties == 0 then
+    local _, lead = M.separated(best, runner)
+    return ("best by %.1f%% over #%s (separated)"):format(100 * lead, tostring(runner.index)), true
+  end
+  local shown = #ties > 6 and table.concat(ties, ", ", 1, 6) .. (", and %d more"):format(#ties - 6) or table.concat(ties, ", ")
+  return ("tied with %s within noise"):format(shown), false
+end
+
+return M
