@@ -22,7 +22,9 @@ enum {
     CUASYNC_E_NOMEM = 7,      /* host allocation failed */
     CUASYNC_E_IO = 8,         /* a file operation failed */
     CUASYNC_E_MISSING = 9,    /* the driver lacks an entry point cuasync needs */
-    CUASYNC_E_NOBLAS = 10     /* cuBLAS (the GEMM yardstick) missing or unusable */
+    CUASYNC_E_NOBLAS = 10,    /* cuBLAS (the GEMM yardstick) missing or unusable */
+    CUASYNC_E_NONVML = 11,    /* libnvidia-ml.so.1 missing, too old or not starting */
+    CUASYNC_E_NVML = 12       /* an NVML call failed (finding the device) */
 };
 
 const char *cuasync_version(void);

@@ -17,6 +17,7 @@
     X(cuDeviceGetName, 2000, CUresult, (char *name, int len, CUdevice dev)) \
     X(cuDeviceGetAttribute, 2000, CUresult, (int *value, int attrib, CUdevice dev)) \
     X(cuDeviceTotalMem, 3020, CUresult, (size_t *bytes, CUdevice dev)) \
+    X(cuDeviceGetPCIBusId, 4010, CUresult, (char *pci_bus_id, int len, CUdevice dev)) \
     X(cuDevicePrimaryCtxRetain, 7000, CUresult, (CUcontext *ctx, CUdevice dev)) \
     X(cuCtxSetCurrent, 4000, CUresult, (CUcontext ctx)) \
     X(cuCtxSynchronize, 2000, CUresult, (void)) \

@@ -139,3 +139,15 @@ int cuasync_device_mem_info(size_t *free_bytes, size_t *total_bytes, char *err, 
     CUASYNC_CU(cuMemGetInfo, (free_bytes, total_bytes), err, errlen, "reading free device memory");
     return CUASYNC_OK;
 }
+
+int cuasync_device_pci_bus_id(int ordinal, char *out, size_t outlen, char *err, size_t errlen)
+{
+    CUdevice dev;
+    int rc = cuasync_driver_init(err, errlen);
+    if (rc) return rc;
+    if (!out || outlen < 2 || outlen > 1024)
+        return cuasync_fail(err, errlen, CUASYNC_E_INVALID, "outlen must be 2..1024 (got %zu)", outlen);
+    CUASYNC_CU(cuDeviceGet, (&dev, ordinal), err, errlen, "opening device %d", ordinal);
+    CUASYNC_CU(cuDeviceGetPCIBusId, (out, (int)outlen, dev), err, errlen, "reading the PCI bus id of device %d", ordinal);
+    return CUASYNC_OK;
+}

@@ -30,6 +30,9 @@ int cuasync_device_synchronize(const char *what, char *err, size_t errlen);
  * stream and event in it is gone; a sticky error is cleared. The context is retained again and
  * made current. */
 int cuasync_device_reset(int ordinal, char *err, size_t errlen);
+/* The device's PCI bus id as the driver writes it ("0000:3B:00.0"): how NVML finds the same
+ * device (cuasync_nvml.h), whose index order can differ from CUDA's. */
+int cuasync_device_pci_bus_id(int ordinal, char *out, size_t outlen, char *err, size_t errlen);
 int cuasync_device_mem_info(size_t *free_bytes, size_t *total_bytes, char *err, size_t errlen);
 
 #endif

@@ -1,8 +1,9 @@
 /* cuasync_loader.c — the CUDA driver, loaded at first use, and what the loaders share.
  * Driver: open libcuda.so.1, resolve one bootstrap symbol (cuGetProcAddress) and get every other
  * entry point through it, at the ABI version the table names. The toolkit's libraries (NVRTC,
- * cuBLAS) are found and opened by cuasync_toolkit.c. These two files are the only ones that call
- * dlopen/dlsym. CUASYNC_TRACE=1 prints each step. */
+ * cuBLAS) are found and opened by cuasync_toolkit.c, NVML (the GPU's clocks, power and
+ * temperature) by cuasync_nvml.c. These three files are the only ones that call dlopen/dlsym
+ * (spec/house/layout_spec.lua). CUASYNC_TRACE=1 prints each step. */
 #define _GNU_SOURCE
 #define CUASYNC_INTERNAL
 #include <dlfcn.h>

@@ -1,5 +1,6 @@
 /* cuasync_loader.h — finding the CUDA driver at first use (dlopen, never linked), and what the
- * driver and the toolkit loaders (cuasync_toolkit.h) share: a failure remembered, the trace. */
+ * driver, the toolkit (cuasync_toolkit.h) and NVML (cuasync_nvml.h) loaders share: a failure
+ * remembered, the trace. */
 #ifndef CUASYNC_LOADER_H
 #define CUASYNC_LOADER_H
 

@@ -15,6 +15,7 @@ local mbarrier = require("cuasync.model.mbarrier")
 local protocol = require("cuasync.model.protocol")
 local pipeline_plan = require("cuasync.model.pipeline_plan")
 local device = require("cuasync.device")
+local conditions = require("cuasync.conditions")
 local buffer = require("cuasync.buffer")
 local data = require("cuasync.data")   -- also installs buf:fill_random, buf:poison and the host buffer's
 local program = require("cuasync.program")
@@ -37,6 +38,7 @@ local M = {
   device = device.open,
   device_count = device.count,
   current_device = device.current,
+  conditions = conditions,
 
   alloc = buffer.alloc,
   host_alloc = buffer.host_alloc,

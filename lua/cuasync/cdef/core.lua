@@ -14,7 +14,9 @@ enum {
     CUASYNC_E_NOMEM = 7,
     CUASYNC_E_IO = 8,
     CUASYNC_E_MISSING = 9,
-    CUASYNC_E_NOBLAS = 10
+    CUASYNC_E_NOBLAS = 10,
+    CUASYNC_E_NONVML = 11,
+    CUASYNC_E_NVML = 12
 };
 const char *cuasync_version(void);
 int cuasync_abi(void);

@@ -17,6 +17,7 @@ int cuasync_device_open(int ordinal, cuasync_device_info *info, char *err, size_
 int cuasync_device_activate(int ordinal, char *err, size_t errlen);
 int cuasync_device_synchronize(const char *what, char *err, size_t errlen);
 int cuasync_device_reset(int ordinal, char *err, size_t errlen);
+int cuasync_device_pci_bus_id(int ordinal, char *out, size_t outlen, char *err, size_t errlen);
 int cuasync_device_mem_info(size_t *free_bytes, size_t *total_bytes, char *err, size_t errlen);
 ]]
 

@@ -17,6 +17,24 @@ function cuasync.available() end
 function cuasync.device(ordinal) end
 ---@return cuasync.Device
 function cuasync.current_device() end
+---@class cuasync.ConditionsSample a GPU's conditions through NVML; a field NVML could not read is absent and named in missing
+---@field sm_mhz number?
+---@field mem_mhz number?
+---@field power_w number?
+---@field temp_c number?
+---@field reasons string[]? sorted: "sw_power_cap", "hw_slowdown", ... (an unknown bit as "0x200")
+---@field power_limit_w number?
+---@field max_sm_mhz number?
+---@field max_mem_mhz number?
+---@field missing table<string, string>? { power = "nvmlDeviceGetPowerUsage: Not Supported (3)" }
+---@class cuasync.conditions NVML (libnvidia-ml.so.1 or $CUASYNC_NVML_LIB); calling it is sample(dev)
+---@overload fun(dev: cuasync.Device?): cuasync.ConditionsSample?, string?
+---@field sample fun(dev: cuasync.Device?): cuasync.ConditionsSample?, string?
+---@field sample_index fun(i: integer): cuasync.ConditionsSample?, string?
+---@field available fun(): boolean, string?
+---@field summarize fun(samples: cuasync.ConditionsSample[]): table n, sm_mhz (median), sm_mhz_min, sm_mhz_max, mem_mhz, power_w (mean), temp_c (max), reasons, missing
+---@field REASONS string[]
+cuasync.conditions = {}
 ---@param opts? { timeout_ms: number }
 function cuasync.synchronize(opts) end
 ---@param bytes integer
