@@ -48,6 +48,7 @@ for run = 1, o.runs do
   local t0 = os.time()
   local done, out, code = isolate.command(argv)
   local best = out:match("\n(best: [^\n]*)") or "(no best line)"
+  fs.write(("%s/run%d.txt"):format(dir, run), out)   -- the run's whole table, kept beside its JSON
   print(("run %d of %d (%d s, exit %s): %s"):format(run, o.runs, os.time() - t0, tostring(code), best))
   if not done then
     io.stderr:write(out:sub(-2000), "\n")
@@ -60,4 +61,4 @@ for run = 1, o.runs do
 end
 print("")
 print(compare.text(compare.compare(docs), o.top))
-print(("the runs' JSON: %s/run1.json .. run%d.json"):format(dir, o.runs))
+print(("the runs' JSON and tables: %s/run1.json, run1.txt .. run%d.json, run%d.txt"):format(dir, o.runs, o.runs))

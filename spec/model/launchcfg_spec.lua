@@ -84,7 +84,7 @@ describe("cuasync launch config", function()
   it("bench_rounds refuses what it cannot time", function()
     assert.has.error(function() cuasync.bench_rounds({ { run = 1 } }) end, "cuasync.bench_rounds: variants[1].run must be a function")
     assert.has.error(function() cuasync.bench_rounds({}, { round = 2 }) end,
-      "cuasync.bench_rounds: unknown field 'round' (fields: before, early_exit, host, keep_going, observe, reps, rounds, warmup)")
+      "cuasync.bench_rounds: unknown field 'round' (fields: before, early_exit, host, keep_going, observe, reps, rounds, settle_ms, warmup)")
     assert.has.error(function() cuasync.bench_rounds({}, { rounds = 0 }) end, "cuasync.bench_rounds: rounds must be a positive integer (got 0)")
   end)
 

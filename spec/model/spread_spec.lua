@@ -36,6 +36,13 @@ describe("model.spread", function()
     assert.is_nil(spread.mark({ times = { 1 } }).stable)
   end)
 
+  it("takes the sign test's tail: 5 of 5 is 1/32, 8 of 9 is 10/512", function()
+    near(spread.sign_p(5, 5), 1 / 32)
+    near(spread.sign_p(4, 5), 6 / 32)
+    near(spread.sign_p(8, 9), 10 / 512)
+    near(spread.sign_p(0, 3), 1)
+  end)
+
   it("separates rows of one batch round by round, others by their quartiles", function()
     local a = { times = { 1.00, 1.10, 1.00, 1.10, 1.00 }, batch = "0:1" }
     local b = { times = { 1.02, 1.12, 1.02, 1.12, 1.02 }, batch = "0:1" }
@@ -46,31 +53,34 @@ describe("model.spread", function()
     assert.is_false((spread.separated(a, b)))
     local c = { times = { 1.5, 1.5, 1.5 }, batch = "0:3" }
     assert.is_true((spread.separated(a, c)))
-    local coin = { times = { 1.01, 1.09, 0.99, 1.11, 1.00 }, batch = "0:1" }
-    assert.is_false((spread.separated(a, coin)))   -- ahead in two rounds of five
+    local coin = { times = { 1.01, 1.09, 0.99, 1.11, 1.02 }, batch = "0:1" }
+    assert.is_false((spread.separated(a, coin)))   -- ahead in 3 rounds of five
+    local four = { times = { 1.01, 1.11, 1.01, 1.11, 0.99 }, batch = "0:1" }
+    assert.is_false((spread.separated(a, four)))   -- 4 of 5: a coin does that 19% of the time
   end)
 
   it("decides auto rounds: the leaders while tied, nothing once separated or at the cap", function()
-    local tie = { { index = 1, times = { 1, 1.01, 0.99 }, batch = "x" }, { index = 2, times = { 1.01, 1, 0.99 }, batch = "x" },
-                  { index = 3, times = { 2, 2, 2 }, batch = "x" } }
-    local lead, why = spread.decide(tie, 3, 20)
+    local tie = { { index = 1, times = { 1, 1.01, 0.99, 1, 1.01 }, batch = "x" },
+                  { index = 2, times = { 1.01, 1, 0.99, 1.01, 1 }, batch = "x" },
+                  { index = 3, times = { 2, 2, 2, 2, 2 }, batch = "x" } }
+    local lead, why = spread.decide(tie, 5, 20)
     assert.are.equal("tied", why)
     assert.are.equal(2, #lead)   -- #3 is separated: it gets no more rounds
     lead, why = spread.decide(tie, 20, 20)
     assert.are.same({}, lead)
     assert.are.equal("cap", why)
-    lead, why = spread.decide({ tie[1], tie[3] }, 3, 20)
+    lead, why = spread.decide({ tie[1], tie[3] }, 5, 20)
     assert.are.same({}, lead)
     assert.are.equal("separated", why)
   end)
 
   it("words the best line: separated with its lead, or tied with the rows in its noise", function()
-    local a = { index = 4, times = { 1.0, 1.0, 1.0 }, batch = "b" }
-    local b = { index = 7, times = { 1.1, 1.1, 1.1 }, batch = "b" }
+    local a = { index = 4, times = { 1.0, 1.0, 1.0, 1.0, 1.0 }, batch = "b" }
+    local b = { index = 7, times = { 1.1, 1.1, 1.1, 1.1, 1.1 }, batch = "b" }
     local text, sep = spread.verdict(a, { a, b })
     assert.are.equal("best by 10.0% over #7 (separated)", text)
     assert.is_true(sep)
-    local c = { index = 9, times = { 1.0, 0.99, 1.01 }, batch = "b" }
+    local c = { index = 9, times = { 1.0, 0.99, 1.01, 1.0, 1.01 }, batch = "b" }
     text, sep = spread.verdict(a, { a, b, c })
     assert.are.equal("tied with #9 within noise", text)
     assert.is_false(sep)

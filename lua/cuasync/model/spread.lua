@@ -3,11 +3,12 @@
 --               Per-round ratios to the baseline timed in the same round where there is one (the
 --               chip's clock drift falls on both and cancels), else per-round times.
 --   stable      spread <= limit (default 2%, the figure Nsight Python flags a measurement at).
---   separated   two rows told apart: in the same rounds, the leader is faster in at least three
---               rounds of four (the lower quartile of the per-round time ratios is over 1);
---               from different rounds, their interquartile ranges do not overlap.
+--   separated   two rows told apart: in the same rounds, the leader is faster in so many of them
+--               that a coin would do it less than 5% of the time (a one-sided sign test: 5 of 5,
+--               7 of 7, 8 of 9, 9 of 10, ...); from different rounds, their interquartile ranges
+--               do not overlap.
 -- Auto rounds (M.leaders, M.decide): the variants not separated from the best get more rounds.
-local M = { LIMIT = 0.02 }
+local M = { LIMIT = 0.02, ALPHA = 0.05 }
 
 local function sorted(t)
   local s = {}
@@ -63,6 +64,16 @@ function M.mark(r, limit)
   return r
 end
 
+-- P(at least k heads in n fair tosses): the sign test's one-sided p-value.
+function M.sign_p(k, n)
+  local p, c = 0, 1   -- c = C(n, j), from j = 0
+  for j = 0, n do
+    if j >= k then p = p + c end
+    c = c * (n - j) / (j + 1)
+  end
+  return p / 2 ^ n
+end
+
 -- Whether a (the leader) is told apart from b, and a's lead (a's median figure / b's - 1).
 -- a, b: { times, base_times, batch, work } rows; rows of one batch (the same rounds) are
 -- compared round by round on time per unit of work, others by their figures' quartiles.
@@ -72,13 +83,11 @@ function M.separated(a, b)
   local _, mb = M.quartiles(fb)
   local lead = ma / mb - 1
   if a.batch ~= nil and a.batch == b.batch then
-    local d = {}
-    for i = 1, math.min(#a.times, #b.times) do
-      d[i] = (b.times[i] / (b.work or 1)) / (a.times[i] / (a.work or 1))
+    local n, wins = math.min(#a.times, #b.times), 0
+    for i = 1, n do
+      if a.times[i] / (a.work or 1) < b.times[i] / (b.work or 1) then wins = wins + 1 end
     end
-    if #d < 2 then return false, lead end
-    local q1 = M.quartiles(d)
-    return q1 > 1, lead
+    return n > 0 and M.sign_p(wins, n) <= M.ALPHA, lead
   end
   if #fa < 2 or #fb < 2 then return false, lead end
   local a1 = M.quartiles(fa)

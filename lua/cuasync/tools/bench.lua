@@ -8,7 +8,7 @@ local capture = require("cuasync.capture")
 
 local now_ns = streams.now_ns
 
-local M = {}
+local M = { MAX_SETTLE_RUNS = 10000 }
 
 -- The median of a list of numbers (the list is left as it was).
 function M.median(t)
@@ -106,13 +106,17 @@ end
 -- v.baseline, or `best` from earlier work) leaves the rounds with v.slow = true and its partial figure;
 -- keep_going = true: a variant whose run raises leaves the rounds with v.error (its message) and
 -- no v.ms, and the others go on; observe = fn(v): called after each variant's bench of a round,
--- untimed (the sweep samples the GPU's clocks and power there, while they are the variant's).
+-- untimed (the sweep samples the GPU's clocks and power there, while they are the variant's);
+-- settle_ms = ms: before each variant's timed reps, as many untimed runs as fill that long (from
+-- its last round's time, or one timed probe), queued back to back with the timed ones, so that
+-- a power-capped chip's clocks settle at what this variant draws, not at what the one before it
+-- left (at most MAX_SETTLE_RUNS).
 function M.rounds(variants, opts)
   util.kind("bench_rounds", "variants", variants, "table")
   opts = opts or {}
   util.kind("bench_rounds", "opts", opts, "table")
   util.known_fields("bench_rounds", opts, { rounds = true, reps = true, warmup = true, host = true, before = true,
-                                            early_exit = true, keep_going = true, observe = true }, 2)
+                                            early_exit = true, keep_going = true, observe = true, settle_ms = true }, 2)
   -- by its own name, and before keep_going could take the refusal for a variant's failure
   if not opts.host then
     capture.refuse("bench_rounds", "its rounds time work with events and wait for it on the host (time G:launch from outside)")
@@ -133,6 +137,10 @@ function M.rounds(variants, opts)
     util.fail("bench_rounds", ("keep_going must be a boolean (got %s)"):format(util.describe(opts.keep_going)))
   end
   if opts.observe ~= nil then util.kind("bench_rounds", "observe", opts.observe, "function") end
+  local sm = opts.settle_ms
+  if sm ~= nil and (type(sm) ~= "number" or sm ~= sm or sm < 0 or sm > 60000) then
+    util.fail("bench_rounds", ("settle_ms must be a number of ms in 0..60000 (got %s)"):format(util.describe(sm)))
+  end
   util.list("bench_rounds", "variants", variants)
   for i, v in ipairs(variants) do
     if type(v) ~= "table" or type(v.run) ~= "function" then
@@ -140,16 +148,24 @@ function M.rounds(variants, opts)
     end
     v.times, v.slow, v.error = {}, nil, nil
   end
-  local b = { warmup = opts.warmup or 2, reps = opts.reps or 10, host = opts.host, before = opts.before }
+  local settle = opts.settle_ms or 0
+  local function one(v)
+    local b = { warmup = opts.warmup or 2, reps = opts.reps or 10, host = opts.host, before = opts.before }
+    if settle > 0 then   -- untimed launches enough for settle_ms, back to back with the timed ones
+      local est = v.times[#v.times] or M.bench(v.run, { warmup = 0, reps = 1, host = opts.host }).median
+      b.warmup = math.max(b.warmup, math.min(M.MAX_SETTLE_RUNS, math.ceil(settle / math.max(est, 1e-3))))
+    end
+    return M.bench(v.run, b).median
+  end
   for round = 1, rounds do
     for _, v in ipairs(variants) do
       local ran = not (v.slow or v.error)
       if not ran then   -- left the rounds
       elseif opts.keep_going then   -- a variant that raises leaves the rounds (v.error), the rest go on
-        local ok, res = pcall(M.bench, v.run, b)
-        if ok then v.times[#v.times + 1] = res.median else v.error = res end
+        local ok, res = pcall(one, v)
+        if ok then v.times[#v.times + 1] = res else v.error = res end
       else
-        v.times[#v.times + 1] = M.bench(v.run, b).median
+        v.times[#v.times + 1] = one(v)
       end
       if ran and opts.observe and not v.error then opts.observe(v) end
     end

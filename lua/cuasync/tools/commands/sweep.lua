@@ -62,6 +62,7 @@ local M = {
     { "--quiet", "no progress lines" },
     { "--auto-rounds", "rounds = \"auto\" for this run: more rounds for the leaders until the best is separated or max_rounds" },
     { "--warmup-ms N", "the warm-up before the first timed round of each batch, ms (default 300; 0: none)", type = "int" },
+    { "--settle-ms N", "untimed runs before each variant's timed reps in each round, ms (default 200; 0: none)", type = "int" },
     { "--columns LIST", "more of the rows' columns in the table (sm_mhz,mem_mhz,power_w,temp_c,reasons,ceiling,of_copy,...)",
       type = "list" },
     "what is written:",
@@ -177,9 +178,13 @@ local function run(o, spec, script)
     end
   end
   for _, f in ipairs({ "csv", "json", "t4" }) do if o[f] then on_stop[#on_stop + 1] = { f, o[f] } end end
-  if o.warmup_ms then   -- the sweep's own rule, said as a usage error
-    local ok, err = pcall(method.set_warmup, S, o.warmup_ms)
-    if not ok then cli.usage_error(M, ("--warmup-ms %s: %s"):format(o.warmup_ms, (errors.message(err):gsub("^[^\n]-:%d+: ", ""):gsub("^cuasync%.[%w_.]+: ", "")))) end
+  for _, f in ipairs({ "warmup_ms", "settle_ms" }) do   -- the sweep's own rule, said as a usage error
+    if o[f] then
+      local ok, err = pcall(method.set_ms, S, f, o[f])
+      if not ok then
+        cli.usage_error(M, ("--%s %s: %s"):format(f:gsub("_", "-"), o[f], (errors.message(err):gsub("^[^\n]-:%d+: ", ""):gsub("^cuasync%.[%w_.]+: ", ""))))
+      end
+    end
   end
   S:run{ gpus = o.gpus, jobs = o.jobs, shard = o.shard, force = o.force, quiet = o.quiet, strategy = o.strategy,
          budget = budget, seed = o.seed, replay = o.replay, slurm = slurm, on_stop = on_stop,

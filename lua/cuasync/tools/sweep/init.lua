@@ -8,7 +8,7 @@
 --     build = function(p) return { run = run, verify = fn, poison = fn, bytes = n, flops = f, inflight = b,
 --                                          stage_inflight = s } end,
 --     baseline = { name = "cuMemcpyDtoD", run = fn, bytes = n, build = fn }, rounds = 5 | "auto", reps = 10,
---     max_rounds = 20, warmup_ms = 300, spread_limit = 0.02, rotate = 1, timeout_ms = 5000,
+--     max_rounds = 20, warmup_ms = 300, settle_ms = 200, spread_limit = 0.02, rotate = 1, timeout_ms = 5000,
 --     strategy = "exhaustive", budget = { points = n, seconds = s }, seed = 1, flush_l2 = false,
 --     spills = "keep" | "prune" }
 --   S:run{ jobs = 8, gpus = "all" | {0, 1}, force = false, shard = "1/4", strategy, budget, seed, replay, on_stop,
@@ -64,7 +64,7 @@ end
 local FIELDS = { name = true, params = true, order = true, where = true, program = true, build = true,
                  baseline = true, rounds = true, reps = true, timeout_ms = true, unit = true, script = true,
                  host = true, strategy = true, budget = true, seed = true, flush_l2 = true, spills = true,
-                 warmup_ms = true, spread_limit = true, max_rounds = true, rotate = true }
+                 warmup_ms = true, settle_ms = true, spread_limit = true, max_rounds = true, rotate = true }
 local WHERE = "sweep"
 local function fail(msg) util.fail(WHERE, msg) end
 
@@ -106,7 +106,7 @@ function M.new(spec)
     if spec[f] ~= nil and type(spec[f]) ~= "boolean" then fail(("%s must be a boolean (got %s)"):format(f, type(spec[f]))) end
   end
   S.host, S.flush_l2 = spec.host == true, spec.flush_l2 == true
-  method.set(WHERE, S, spec)   -- rounds, reps, max_rounds, warmup_ms, spread_limit, rotate
+  method.set(WHERE, S, spec)   -- rounds, reps, max_rounds, warmup_ms, settle_ms, spread_limit, rotate
   if spec.spills ~= nil and spec.spills ~= "prune" and spec.spills ~= "keep" then
     fail(('spills must be "prune" (a variant that spills to local memory is pruned) or "keep" (got %s)'):format(util.describe(spec.spills)))
   end

@@ -1,12 +1,13 @@
 -- How a sweep measures, checked once: rounds (a count, or "auto": more rounds for the leaders
 -- while they are tied, up to max_rounds), reps, the warm-up before the first timed round
--- (warmup_ms), the stability bar (spread_limit), and rotated input sets (rotate). Set from the
+-- (warmup_ms), the untimed runs before each variant's timed reps (settle_ms), the stability bar
+-- (spread_limit), and rotated input sets (rotate). Set from the
 -- sweep's definition, changed for one run by S:run{ rounds = ... }, and handed to the measure
 -- workers of a multi-GPU run (method_of / apply), so that every process measures alike.
 local util = require("cuasync.util")
 
-local M = { AUTO_START = 5, MAX_ROUNDS = 20, WARMUP_MS = 300, FIELDS = { "rounds", "auto_rounds", "max_rounds", "reps",
-            "warmup_ms", "spread_limit", "rotate" } }
+local M = { AUTO_START = 5, MAX_ROUNDS = 20, WARMUP_MS = 300, SETTLE_MS = 200,
+            FIELDS = { "rounds", "auto_rounds", "max_rounds", "reps", "warmup_ms", "settle_ms", "spread_limit", "rotate" } }
 
 -- rounds: a count 1..1000 or "auto"; returns the count to start with and whether auto.
 function M.rounds(where, v)
@@ -27,6 +28,7 @@ function M.set(where, S, spec)
     util.fail(where, ("max_rounds (%d) must be at least rounds (%d): it caps the rounds auto adds"):format(S.max_rounds, S.rounds))
   end
   S.warmup_ms = util.int_in(where, "warmup_ms", spec.warmup_ms or M.WARMUP_MS, 0, 60000)
+  S.settle_ms = util.int_in(where, "settle_ms", spec.settle_ms or M.SETTLE_MS, 0, 60000)
   local lim = spec.spread_limit
   if lim ~= nil and (type(lim) ~= "number" or not (lim > 0 and lim < 1)) then
     util.fail(where, ("spread_limit must be a fraction in (0, 1), e.g. 0.02 for 2%% (got %s)"):format(util.describe(lim)))
@@ -38,9 +40,9 @@ function M.set(where, S, spec)
   end
 end
 
--- The command's --warmup-ms: S.warmup_ms replaced, by the same rule.
-function M.set_warmup(S, ms)
-  S.warmup_ms = util.int_in("sweep", "warmup_ms", ms, 0, 60000)
+-- The command's --warmup-ms and --settle-ms: S.warmup_ms or S.settle_ms replaced, by the same rule.
+function M.set_ms(S, field, ms)
+  S[field] = util.int_in("sweep", field, ms, 0, 60000)
 end
 
 -- S:run{ rounds = n | "auto" }: this run's rounds (the sweep's are put back after it).

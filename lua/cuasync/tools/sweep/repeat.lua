@@ -29,11 +29,17 @@ function M.compare(docs)
         out.what = out.what or (r.ratio and "ratio") or (r.gbps and "GB/s") or (r.tflops and "TFLOP/s") or "1/ms"
       end
     end
+    local spreads, stable = {}, 0
+    for _, r in ipairs(measured) do
+      if r.spread and not r.slow then spreads[#spreads + 1] = r.spread end
+      if r.stable == true then stable = stable + 1 end
+    end
     local best = row.best(measured)
     local verdict, separated
     if best and best.times then verdict, separated = spread.verdict(best, measured) end
     out.runs[i] = { best = best and row.params_text(order, best.params), figure = best and row.figure(best),
-                    verdict = verdict, separated = separated }
+                    verdict = verdict, separated = separated, measured = #measured, stable = stable,
+                    median_spread = #spreads > 0 and spread.quantile((function() table.sort(spreads) return spreads end)(), 0.5) or nil }
   end
   for _, v in ipairs(list) do
     local lo, hi, sum = math.huge, -math.huge, 0
@@ -62,6 +68,8 @@ function M.text(c, top)
   for i, r in ipairs(c.runs) do
     out[#out + 1] = ("run %d best: %s (%s %s)%s"):format(i, r.best or "none", c.what or "", r.figure and ("%.4g"):format(r.figure) or "-",
       r.verdict and (": " .. r.verdict) or "")
+    out[#out + 1] = ("  %d of %d measured rows stable; median spread %s"):format(r.stable or 0, r.measured or 0,
+      r.median_spread and ("%.1f%%"):format(100 * r.median_spread) or "-")
   end
   if not c.winner_changed then
     out[#out + 1] = ("the winner is the same in all %d runs"):format(#c.runs)

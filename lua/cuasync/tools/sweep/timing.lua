@@ -1,6 +1,6 @@
 -- The timed rounds of a batch, and what a row says of them (measure.lua builds and verifies;
 -- this file times): a warm-up on the chip before the first round (S.warmup_ms), the variants
--- beside the baseline in interleaved rounds, the GPU's conditions sampled after each variant's
+-- beside the baseline in interleaved rounds, each bench after S.settle_ms of untimed runs, the GPU's conditions sampled after each variant's
 -- bench of a round (NVML: clocks, power, temperature, clock-event reasons), more rounds for
 -- the leaders while they are tied (rounds = "auto", up to S.max_rounds), and per row: the
 -- baseline's figure in the same rounds (base_ms: ratio = base_ms / ms), the spread of its
@@ -42,11 +42,10 @@ end
 -- the first variants at clocks it cannot hold (QuACK's 200 ms warm-up, for the same reason).
 local function warm(S, all)
   if S.host or (S.warmup_ms or 0) <= 0 or not all[1] then return end
-  local run, t0, n = all[1].run, streams.now_ns(), 0
+  local run, t0 = all[1].run, streams.now_ns()
   local ok, err = pcall(function()
     repeat
       for _ = 1, 4 do run() end
-      n = n + 4
       streams.synchronize({ timeout_ms = S.timeout_ms })
     until streams.now_ns() - t0 >= S.warmup_ms * 1e6
   end)
@@ -54,23 +53,24 @@ local function warm(S, all)
     M.note(S, ("the warm-up on %s raised (%s): the rounds began on a cold chip"):format(all[1].label or "the first variant", errors.message(err)))
     return
   end
-  M.note(S, ("warm-up: %s run %d times over %.0f ms before the first timed round of each batch (warmup_ms = %d)"):format(
-    all[1].label or "the first variant", n, (streams.now_ns() - t0) / 1e6, S.warmup_ms))
+  M.note(S, ("warm-up: %s run for %d ms before the first timed round of each batch (warmup_ms)"):format(
+    all[1].label or "the first variant", S.warmup_ms))
 end
 
--- The sampler of the GPU's conditions, or nil (a host sweep; NVML missing: said once).
+-- The sampler of the GPU's conditions, or nil (a host sweep; NVML missing or failing: said once,
+-- and the rows are measured without them).
 local function sampler(S)
   if S.host then return nil end
   local dev = device.current()
-  local first = conditions.sample(dev)
-  local ok, why = conditions.available()
+  local ok, first, why = pcall(conditions.sample, dev)
   if not ok or not first then
-    M.note(S, ("no clock, power, temperature or clock-event reasons in the rows: %s"):format(why or "NVML gave no sample"))
+    M.note(S, ("no clock, power, temperature or clock-event reasons in the rows: %s"):format(
+      ok and tostring(why) or errors.message(first)))
     return nil
   end
   return function(v)
-    local s = conditions.sample(dev)
-    if not s then return end
+    local fine, s = pcall(conditions.sample, dev)
+    if not fine or not s then return end
     for field, text in pairs(s.missing or {}) do M.note(S, ("NVML could not read %s: %s (the rows leave it out)"):format(field, text)) end
     v.samples = v.samples or {}
     v.samples[#v.samples + 1] = s
@@ -95,7 +95,8 @@ local function auto(S, all, base, observe, timed)
     for _, l in ipairs(lead) do sub[#sub + 1] = { run = l.v.run, of = l.v, work = l.v.work } end
     local n = math.min(M.AUTO_STEP, S.max_rounds - had)
     local ok, err = pcall(bench.rounds, sub, { rounds = n, reps = S.reps, before = flusher(S), keep_going = true,
-      host = S.host or nil, warmup = S.host and 0 or nil, observe = observe and function(p) observe(p.of) end })
+      host = S.host or nil, warmup = S.host and 0 or nil, observe = observe and function(p) observe(p.of) end,
+      settle_ms = not S.host and S.settle_ms or nil })
     if not ok then M.note(S, "auto rounds stopped: " .. errors.message(err)) return "error" end
     for _, p in ipairs(sub) do
       if p.error then p.of.error = p.error end
@@ -162,7 +163,7 @@ function M.time(S, variants, gpu, best_cost)
   -- a host sweep's rounds run its variants' code and nothing else: a region the sweep cannot poll
   local call = S.host and function(...) return stop.pcall(("the timed rounds of %d variants"):format(#variants), ...) end or pcall
   local ok, err = call(bench.rounds, all, { rounds = S.rounds, reps = S.reps, host = S.host or nil, warmup = S.host and 0 or nil,
-    before = flusher(S), keep_going = true, observe = observe,
+    before = flusher(S), keep_going = true, observe = observe, settle_ms = not S.host and S.settle_ms or nil,
     early_exit = S.rounds > M.SLOW_AFTER and { after = M.SLOW_AFTER, factor = M.SLOW_FACTOR, best = best_cost } or nil })
   if not ok then
     for _, v in ipairs(variants) do row.set(v.row, "failed", "timing: " .. tostring(err), "timing") end
