@@ -26,8 +26,11 @@ function M.limits_of(dev)
   return dev and dev:limits() or M.sm_90
 end
 
-local FIELDS = { grid = true, block = true, cluster = true, smem = true, stream = true,
-                 non_portable = true, cluster_policy = true, cooperative = true, programmatic = true }
+-- The fields a launch config takes (k:launch, k:prepare, cuasync.check_launch): the one list,
+-- which docs/reference.md's `cfg` must name exactly (spec/house/docs_spec.lua).
+M.FIELDS = { grid = true, block = true, cluster = true, smem = true, stream = true,
+             non_portable = true, cluster_policy = true, cooperative = true, programmatic = true }
+local FIELDS = M.FIELDS
 local POLICIES = { default = 0, spread = 1, load_balancing = 2 }
 local AXIS = { "x", "y", "z" }
 

@@ -58,9 +58,7 @@ Sweep.__index = function(S, k)
   return R[MOVED[k]]
 end
 
-local FIELDS = { name = true, params = true, order = true, where = true, program = true, build = true,
-                 baseline = true, rounds = true, reps = true, timeout_ms = true, unit = true, script = true,
-                 host = true, strategy = true, budget = true, seed = true, flush_l2 = true, spills = true }
+local FIELDS = options.SWEEP_FIELDS
 local WHERE = "sweep"
 local function fail(msg) util.fail(WHERE, msg) end
 
