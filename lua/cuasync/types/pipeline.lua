@@ -75,6 +75,7 @@ function Hang:explain() end
 ---@field failed_in "where"|"program"|"compile"|"build"|"run"|"hang"|"verification"|"timing"|"remeasure"|"worker"|nil
 ---@field registers integer?
 ---@field spills integer?
+---@field from { store: string, device: string, at: integer, rows: integer, key: string }? cuasync.sweep.best's row: the run it came from
 
 ---@class cuasync.SweepResult
 ---@field rows cuasync.SweepRow[]
