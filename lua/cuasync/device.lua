@@ -5,6 +5,7 @@ local util = require("cuasync.util")
 local watchdog = require("cuasync.watchdog")
 local handle = require("cuasync.handle")
 local capture = require("cuasync.capture")
+local rules = require("cuasync.model.launch_rules")
 require("cuasync.cdef.device")
 require("cuasync.cdef.loader")
 
@@ -21,13 +22,17 @@ function Device:__tostring()
   return ("cuasync.device(%d): %s, cc %d, %d SMs"):format(self.ordinal, self.name, self.cc, self.sms)
 end
 
--- The limits a launch is checked against before the driver sees it.
+-- The limits a launch is checked against before the driver sees it: the fields of
+-- cuasync.limits.sm_90, from this device's attributes (per block and per SM).
 function Device:limits()
   return {
     max_threads_per_block = self.max_threads_per_block,
     max_block = self.max_block, max_grid = self.max_grid,
     smem_per_block = self.smem_per_block, smem_optin = self.smem_optin,
     cluster = self.cluster, name = self.name, cc = self.cc, reserved_smem_per_block = self.reserved_smem_per_block,
+    max_threads_per_sm = self.max_threads_per_sm, max_warps_per_sm = math.floor(self.max_threads_per_sm / self.warp_size),
+    max_blocks_per_sm = self.max_blocks_per_sm, regs_per_sm = self.regs_per_sm, smem_per_sm = self.smem_per_sm,
+    regs_per_thread = rules.sm_90.regs_per_thread,   -- no driver attribute reports it: ptxas' ceiling
   }
 end
 

@@ -5,6 +5,7 @@
 -- block's last events (trace/read.lua: one copy from the device).
 local errors = require("cuasync.errors")
 local mbarrier = require("cuasync.model.mbarrier")
+local names = require("cuasync.model.barrier_names")
 local trace = require("cuasync.trace.read")
 
 local M = {}
@@ -13,14 +14,15 @@ M.LAST_EVENTS = 4   -- per warp, in the post-mortem of a traced kernel
 
 local Hang = errors.Hang
 
--- The barrier's name in its pipeline ("full[2]"), from its offset in the stage ring.
+-- The barrier's name in its pipeline ("full[2]", as the CPU model names it: barrier_names), from
+-- its offset in the stage ring.
 local function barrier_name(plan, r)
   if not plan or r.base == 0 or r.bar < r.base then return nil end
   local off = r.bar - r.base
   for _, which in ipairs({ "full", "empty" }) do
     local first = plan[which .. "_offset"]
     if off >= first and off < first + 8 * plan.stages and (off - first) % 8 == 0 then
-      return ("%s[%d]"):format(which, (off - first) / 8), which
+      return names.name(which, (off - first) / 8), which
     end
   end
 end
@@ -44,17 +46,20 @@ function M.error_from(r, mod, rc_ok)
   }
   local name, which = barrier_name(plan, r)
   e.barrier, e.which = name or (r.bar ~= 0 and ("the mbarrier at shared 0x%x"):format(r.bar) or "a bounded wait"), which
+  if which and e.iteration then e.phase = names.phase(which, e.iteration, plan.stages) end
   if which == "full" and plan.kind ~= "cp_async" then e.armed = plan.tx_bytes end
   local who = e.kernels and #e.kernels > 0 and table.concat(e.kernels, " or ") or ("'%s'"):format(e.kernel)
   local parts = { ("cuasync.watchdog: kernel %s hung: block (%d,%d,%d)"):format(who, e.block[1], e.block[2], e.block[3]) }
-  if plan and plan.cluster_size > 1 then parts[#parts + 1] = (" (cluster rank %d)"):format(e.cluster_rank) end
+  local placed = e.pipeline and name and e.stage and e.iteration
+  local rank = plan and plan.cluster_size > 1 and e.cluster_rank or nil
+  if rank and not placed then parts[#parts + 1] = (" (cluster rank %d)"):format(rank) end
+  -- a plan's barrier placed in the words the CPU model's result uses for it (barrier_names)
+  local where = placed and names.place{ pipeline = e.pipeline, which = which, stage = e.stage, phase = e.phase,
+                                        parity = e.parity, iteration = e.iteration, rank = rank } or e.barrier
+  e.at = placed and where or nil
   parts[#parts + 1] = (" warp %d%s waited %d ms on %s"):format(e.warp, e.role and (" (" .. e.role .. ")") or "",
-    math.floor(e.waited_ms + 0.5), e.barrier)
-  if e.pipeline and name then
-    parts[#parts + 1] = (" of pipeline '%s' (stage %d, parity %d, iteration %d)"):format(e.pipeline, e.stage, e.parity, e.iteration)
-  elseif e.parity then
-    parts[#parts + 1] = (" (parity %d)"):format(e.parity)
-  end
+    math.floor(e.waited_ms + 0.5), where)
+  if not placed and e.parity then parts[#parts + 1] = (" (parity %d)"):format(e.parity) end
   if e.armed then parts[#parts + 1] = ("; %d bytes armed for the stage"):format(e.armed) end
   local p = M.progress(e)
   if p then parts[#parts + 1] = "; " .. p.text end
@@ -77,9 +82,9 @@ end
 function M.progress(e)
   local plan = e.plan
   if not (plan and e.which and e.iteration) then return nil end
-  local pass = math.floor(e.iteration / plan.stages)
-  if e.which == "empty" and e.received and pass >= 1 then
-    local phase, need = pass - 1, plan.empty_count
+  local phase = names.phase(e.which, e.iteration, plan.stages)   -- of the barrier waited on
+  if e.which == "empty" and e.received and phase >= 0 then
+    local need = plan.empty_count
     local got = e.received - phase * need
     return { phase = phase, got = got, need = need,
              text = ("%s has received %d of the %d arrivals of phase %d"):format(e.barrier, math.max(0, got), need, phase) }
@@ -87,13 +92,13 @@ function M.progress(e)
     -- the commits full[s] was sent: one per producer thread per pass (noinc arrive, or the
     -- arrival after wait_group), counted since the start
     local need = plan.full_count
-    local got = e.received - pass * need
-    return { phase = pass, got = got, need = need,
-             text = ("%s has received %d of the %d arrivals of phase %d (%s)"):format(e.barrier, math.max(0, got), need, pass,
+    local got = e.received - phase * need
+    return { phase = phase, got = got, need = need,
+             text = ("%s has received %d of the %d arrivals of phase %d (%s)"):format(e.barrier, math.max(0, got), need, phase,
                plan.completion == "group" and "one per thread, after its wait_group" or "one cp.async.mbarrier.arrive.noinc per producer thread") }
   elseif e.which == "full" and e.armed_stages then
     local armed = e.armed_stages > e.iteration
-    return { phase = pass, armed = armed,
+    return { phase = phase, armed = armed,
              text = armed and ("the producer armed iteration %d (%d armed in all)"):format(e.iteration, e.armed_stages)
                     or ("the producer armed %d iterations, not iteration %d"):format(e.armed_stages, e.iteration) }
   end

@@ -26,8 +26,10 @@ local M = {}
 local Pipeline = {}
 Pipeline.__index = Pipeline
 
-local FIELDS = { name = true, stages = true, loads = true, stage_bytes = true, producer = true, consumer = true,
-                 cluster = true, multicast = true, scratch = true, release = true, completion = true }
+-- The fields cuasync.pipeline{...} takes (the one list; docs_spec holds the reference to it).
+M.FIELDS = { name = true, stages = true, loads = true, stage_bytes = true, producer = true, consumer = true,
+             cluster = true, multicast = true, scratch = true, release = true, completion = true }
+local FIELDS = M.FIELDS
 
 local function fail(msg) util.fail("pipeline", msg) end
 

@@ -17,8 +17,11 @@ Program.__index = Program
 M.kernels_dir = toolkit.kernels_dir
 M.device_headers = toolkit.device_headers
 
-local FIELDS = { source = true, file = true, name = true, defines = true, options = true,
-                 headers = true, expressions = true, arch = true, watchdog = true, pch = true, trace = true }
+-- The fields cuasync.program{...} and P:program{...} take (the one list; docs_spec holds the
+-- reference to it).
+M.FIELDS = { source = true, file = true, name = true, defines = true, options = true,
+             headers = true, expressions = true, arch = true, watchdog = true, pch = true, trace = true }
+local FIELDS = M.FIELDS
 
 local function fail(msg) util.fail("program", msg) end
 

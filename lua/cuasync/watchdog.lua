@@ -4,7 +4,7 @@
 -- its module gets a post-mortem record in host-mapped memory; after a launch, the next
 -- synchronize (device, stream, event, or a download) reads it and raises a Hang error:
 --   cuasync.watchdog: kernel 'k' hung: block (17,0,0) warp 4 (consumer) waited 2000 ms on full[2]
---   of pipeline 'main' (stage 2, parity 1, iteration 37); 49152 bytes armed for the stage
+--   of pipeline 'main' (stage 2, phase 9, parity 1, iteration 37); 49152 bytes armed for the stage
 -- err.kind == "hang", err.block, err.barrier, err.stage, err.context_ok, err:explain() (the
 -- post-mortem is hang.lua's). This file owns the record and the abort words: options, the
 -- host-mapped record of each watched module, raising and lowering its abort word, reading it.

@@ -192,3 +192,113 @@ describe("cuasync.errors", function()
     assert.equal(tostring(err):match("cuasync%.%w+"), err:match("cuasync%.%w+"))
   end)
 end)
+
+-- docs/reference.md's table of each kind's fields ("The fields of each kind"): kind -> field ->
+-- { type, always }. The kind cell is `"compile"` or "every kind".
+local function documented()
+  local text = assert(io.open("docs/reference.md")):read("*a")
+  local t = {}
+  for kind, field, ty, present in text:gmatch("\n| ([^|\n]-) | `([%w_]+)` | `([%w_%[%]]+)` | ([^\n]-) |") do
+    kind = kind == "every kind" and "*" or kind:match('^`"(%a+)"`$')
+    assert(kind, "a kind cell: every kind or `\"kind\"`")
+    t[kind] = t[kind] or {}
+    t[kind][field] = { type = ty, always = present:match("^always") ~= nil }
+  end
+  return t
+end
+
+local function has_type(v, ty)
+  if ty == "integer" then return type(v) == "number" and v == math.floor(v) end
+  local elem = ty:match("^(%a+)%[%]$")
+  if elem then
+    if type(v) ~= "table" then return false end
+    for _, x in ipairs(v) do if not has_type(x, elem) then return false end end
+    return true
+  end
+  return type(v) == ty
+end
+
+-- Where err breaks the documented fields of its kind: fields not listed, wrong types, missing
+-- "always" fields.
+local function against(doc, err)
+  local kind, bad = errors.kind(err), {}
+  assert(kind, "not an error object: " .. tostring(err))
+  local want = {}
+  for f, d in pairs(doc["*"]) do want[f] = d end
+  for f, d in pairs(doc[kind] or {}) do want[f] = d end
+  for f, v in pairs(err) do
+    local d = want[f]
+    if not d then bad[#bad + 1] = ("%s: field %s is not in the table"):format(kind, tostring(f))
+    elseif not has_type(v, d.type) then bad[#bad + 1] = ("%s: %s is %s, not %s"):format(kind, f, type(v), d.type) end
+  end
+  for f, d in pairs(want) do
+    if d.always and err[f] == nil then bad[#bad + 1] = ("%s: %s is missing (always there, says the table)"):format(kind, f) end
+  end
+  table.sort(bad)
+  return bad
+end
+
+describe("cuasync.errors: the fields docs/reference.md gives each kind", function()
+  local doc = documented()
+  local streams = require("cuasync.stream")
+
+  it("lists every kind, each field with a type the spec knows", function()
+    for _, k in ipairs(errors.KINDS) do assert.truthy(doc[k], k) end
+    for _, fields in pairs(doc) do
+      for f, d in pairs(fields) do
+        assert.truthy(({ string = 1, integer = 1, number = 1, boolean = 1, table = 1, ["string[]"] = 1, ["integer[]"] = 1 })[d.type],
+                      f .. ": " .. d.type)
+      end
+    end
+    assert.is_false(has_type(1.5, "integer"))
+    assert.is_false(has_type({ "a", 2 }, "string[]"))
+    assert.same({ "plan: position is number, not string", "plan: stray is missing (always there, says the table)" },
+                against({ ["*"] = doc["*"], plan = { position = { type = "string" }, stray = { type = "string", always = true } } },
+                        errors.new("plan", { message = "m", position = 1 })))
+  end)
+
+  it("holds each kind raised on the CPU to it", function()
+    local got = {}
+    -- compile: NVRTC refuses a program
+    got[#got + 1] = caught(function() cuasync.program{ source = BAD, name = "bad.cu", arch = "sm_90a" }:compile() end)
+    -- plan: a plan refused
+    got[#got + 1] = caught(function() cuasync.pipeline{ stages = 0, stage_bytes = 1024, producer = { warps = 1 }, consumer = { warps = 1 } } end)
+    -- driver: the object native.check raises for a failed call (no driver here to fail one)
+    got[#got + 1] = native.driver_error("cuMemcpyDtoH: CUDA_ERROR_ILLEGAL_ADDRESS (an illegal memory access) while downloading", 700)
+    assert.equal("CUresult 700", got[#got].code)   -- no driver here to name it CUDA_ERROR_ILLEGAL_ADDRESS
+    -- hang: a record a plan's consumer wrote, and one of a bare bounded wait of a gone module
+    local P = cuasync.pipeline{ name = "main", stages = 4, loads = { plan_map{ 64, 64 } }, producer = { warps = 1 }, consumer = { warps = 4 } }
+    local r = ffi.new("cuasync_watchdog_record")
+    r.state, r.block[0], r.warp, r.base, r.bar = 1, 17, 4, 0x400, 0x400 + P.full_offset + 16
+    r.parity, r.phase_parity, r.stage, r.role, r.iteration, r.received, r.armed = 1, 1, 2, 2, 37, 0xFFFFFFFF, 40
+    r.waited_ns, r.timeout_ns = 2000e6, 2000e6
+    local labels = { "'mainloop'" }
+    labels["'mainloop'"] = true
+    got[#got + 1] = hang.error_from(r, { name = "k.cu", watch = { last = "mainloop", where = "node 1 of graph 'g'", labels = labels },
+                                         program = { hooks = { plan = P } } }, true)
+    assert.same({ "main", "full", 40, "node 1 of graph 'g'" }, { got[#got].pipeline, got[#got].which, got[#got].armed_stages, got[#got].node })
+    local bare = ffi.new("cuasync_watchdog_record")
+    bare.state, bare.parity, bare.phase_parity, bare.received, bare.armed = 1, 0xFFFFFFFF, 2, 0xFFFFFFFF, 0xFFFFFFFF
+    bare.waited_ns, bare.timeout_ns = 500e6, 500e6
+    got[#got + 1] = hang.error_from(bare, nil, false)
+    assert.same({ "a bounded wait", "?", true }, { got[#got].barrier, got[#got].kernel, got[#got].sticky })
+    -- timeout: a host wait past timeout_ms on work nothing can cancel (the wait's own code)
+    got[#got + 1] = caught(function() streams.poll("synchronize", 1, "the work", function() return false end) end)
+    assert.equal("timeout", errors.kind(got[#got]))
+    -- cancelled: the same wait, with a watched kernel that leaves once its abort word is raised
+    local saved, left = { cancel = cancel.cancel, lower = cancel.lower }, false
+    cancel.cancel = function() left = true; return { { labels = { "'k'" }, record = { state = 0 } } } end
+    cancel.lower = function() end
+    local ok, c = pcall(streams.poll, "synchronize", 1, "the work", function() return left end)
+    cancel.cancel, cancel.lower = saved.cancel, saved.lower
+    assert.is_false(ok)
+    got[#got + 1] = c
+    local kinds, bad = {}, {}
+    for _, e in ipairs(got) do
+      kinds[#kinds + 1] = errors.kind(e)
+      for _, b in ipairs(against(doc, e)) do bad[#bad + 1] = b end
+    end
+    assert.same({ "compile", "plan", "driver", "hang", "hang", "timeout", "cancelled" }, kinds)
+    assert.same({}, bad)
+  end)
+end)

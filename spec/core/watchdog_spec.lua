@@ -89,7 +89,7 @@ describe("watchdog", function()
                                           armed = 40 }, mod, true)
     assert.is_true(watchdog.is_hang(e))
     assert.is_true(cuasync.is_hang(e))
-    assert.equal("cuasync.watchdog: kernel 'mainloop' hung: block (17,0,0) warp 4 (consumer) waited 2000 ms on full[2] of pipeline 'main' (stage 2, parity 1, iteration 37); 49152 bytes armed for the stage; the producer armed iteration 37 (40 armed in all)",
+    assert.equal("cuasync.watchdog: kernel 'mainloop' hung: block (17,0,0) warp 4 (consumer) waited 2000 ms on full[2] of pipeline 'main' (stage 2, phase 9, parity 1, iteration 37); 49152 bytes armed for the stage; the producer armed iteration 37 (40 armed in all)",
                  tostring(e))
     assert.same({ "hang", 17, "full[2]", 2, true, "consumer", 37 }, { e.kind, e.block[1], e.barrier, e.stage, e.context_ok, e.role, e.iteration })
     assert.truthy(e:find("full[2]", 1, true))   -- string methods work on it
@@ -269,7 +269,7 @@ describe("watchdog", function()
       -- iteration 6 (pass 1) of stage 2: phase 0 took 256 arrivals, phase 1 has 255
       local e = watchdog.error_from(record{ offset = P.full_offset + 16, parity = 1, stage = 2, role = 2, iteration = 6,
                                             received = 256 + 255 }, mod, true)
-      assert.equal(("cuasync.watchdog: kernel 'cp_copy' hung: block (17,0,0) warp 4 (consumer) waited 2000 ms on full[2] of pipeline 'cp' (stage 2, parity 1, iteration 6); full[2] has received 255 of the 256 arrivals of phase 1 (%s)"):format(
+      assert.equal(("cuasync.watchdog: kernel 'cp_copy' hung: block (17,0,0) warp 4 (consumer) waited 2000 ms on full[2] of pipeline 'cp' (stage 2, phase 1, parity 1, iteration 6); full[2] has received 255 of the 256 arrivals of phase 1 (%s)"):format(
         completion == "group" and "one per thread, after its wait_group" or "one cp.async.mbarrier.arrive.noinc per producer thread"), tostring(e))
       local x = e:explain()
       assert.truthy(x:find("replayed in the CPU model: 1 phases, then 255 noinc arrivals, leave full[2] at phase 1, pending 1 of 256, tx 0; test_wait.parity(1) = false", 1, true), x)
@@ -365,7 +365,7 @@ describe("watchdog", function()
       print("KERNEL", ok5, tostring(err5))
     ]], nil, 60)
     assert.truthy(out:find("HANG\ttrue\tfalse\ttrue\tcuasync.watchdog: kernel 'planted' hung: block (0,0,0) warp ", 1, true), out)
-    assert.truthy(out:find("full[0] of pipeline 'hang' (stage 0, parity 0, iteration 0)", 1, true), out)
+    assert.truthy(out:find("full[0] of pipeline 'hang' (stage 0, phase 0, parity 0, iteration 0)", 1, true), out)
     assert.truthy(out:find("the CUDA context is lost (watchdog action \"trap\"): start a new process", 1, true), out)
     assert.truthy(out:find("AFTER\tfalse\t[^\n]-the CUDA context is lost: every later call"), out)
     assert.truthy(out:find("RESET\tfalse\t[^\n]*cuasync.reset: the driver made no new context for device 0 after the reset"), out)

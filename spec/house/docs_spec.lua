@@ -1,6 +1,8 @@
 -- The manual stays true: every public name reachable from require("cuasync") (the lazily loaded
 -- tools included) and every method of its objects is in docs/reference.md, and every name the
--- reference writes as `cuasync.x.y` or `var:method(` exists.
+-- reference writes as `cuasync.x.y` or `var:method(` exists; every option field a page names for
+-- a launch config, a plan, a sweep, a run, the model or a program is one the code takes, and the
+-- reference's signature of each names every field the code takes.
 local cuasync = require("cuasync")
 local H = require("helper")
 local S = require("support.surface")
@@ -20,29 +22,17 @@ describe("docs/reference.md", function()
 
   it("lists every public name of the module, its tables' names and its objects' methods", function()
     local missing = {}
-    local keys = {}
-    for k in pairs(cuasync) do keys[#keys + 1] = k end
-    for _, k in ipairs(lazy_names()) do keys[#keys + 1] = k end
     local count = 0
-    for _, k in ipairs(keys) do
+    -- the walk the pinned surface makes (spec/support/surface.lua): the module's names, the lazy
+    -- ones, their tables' names, and model's and limits' tables' names
+    for _, e in ipairs(S.lua(cuasync, lazy_names(), nil, {})) do
       count = count + 1
-      if not ref:find("cuasync." .. k, 1, true) then missing[#missing + 1] = "cuasync." .. k end
-      local v = cuasync[k]
-      local tables = { [k] = v }
-      if k == "model" then for mk, mv in pairs(v) do if type(mv) == "table" then tables["model." .. mk] = mv end end end
-      for path, t in pairs(tables) do
-        if type(t) == "table" and path ~= "model.swizzle" then
-          for kk in pairs(t) do
-            if type(kk) == "string" then
-              count = count + 1
-              local full = "cuasync." .. path .. "." .. kk
-              if not (ref:find(full, 1, true) or ref:find("`" .. kk .. "`", 1, true) or ref:find("`" .. kk .. "(", 1, true)
-                      or ref:find(", `" .. kk, 1, true) or ref:find("." .. kk .. "`", 1, true)) then
-                missing[#missing + 1] = full
-              end
-            end
-          end
-        end
+      local kk = e.name:match("([^.]+)$")
+      if e.name:match("^cuasync%.[^.]+$") then
+        if not ref:find(e.name, 1, true) then missing[#missing + 1] = e.name end
+      elseif not (ref:find(e.name, 1, true) or ref:find("`" .. kk .. "`", 1, true) or ref:find("`" .. kk .. "(", 1, true)
+                  or ref:find(", `" .. kk, 1, true) or ref:find("." .. kk .. "`", 1, true)) then
+        missing[#missing + 1] = e.name
       end
     end
     for _, m in ipairs(methods()) do
@@ -78,6 +68,90 @@ describe("docs/reference.md", function()
       if known and not by[var .. ":" .. name] then wrong[#wrong + 1] = var .. ":" .. name end
     end
     assert.same({}, wrong)
+  end)
+end)
+
+-- The option tables the docs name, against the code's known-field lists (the lists a call's
+-- util.known_fields checks: one table in the code, read here). Each set: the code's list, the
+-- markers after which a page opens such a table, and the reference's own signature (the marker
+-- in docs/reference.md that lists every field). A field a page names that the code refuses fails
+-- (so a removed name, such as the launch's `pdl`, cannot come back into the docs); a field the
+-- code takes that the reference's signature leaves out fails, unless UNDOCUMENTED says why.
+describe("the option fields in docs/ and README.md", function()
+  local DF = require("support.doc_fields")
+  local SETS = {
+    { what = "the launch config (k:launch, k:prepare)", code = require("cuasync.model.launch_rules").FIELDS,
+      markers = { ":launch{", ":launch({", ":prepare({", "`cfg` is `{" }, reference = "`cfg` is `{" },
+    { what = "cuasync.pipeline{...}", code = require("cuasync.pipeline").FIELDS,
+      markers = { "cuasync.pipeline{" }, reference = "- `cuasync.pipeline{" },
+    { what = "cuasync.sweep{...}", code = require("cuasync.tools.sweep.options").SWEEP_FIELDS,
+      markers = { "cuasync.sweep{" }, reference = "- `cuasync.sweep{" },
+    { what = "S:run{...}", code = require("cuasync.tools.sweep.options").RUN_FIELDS,
+      markers = { "S:run{", "S:run({", "S:run([{" }, reference = "- `S:run([{" },
+    { what = "cuasync.model.run{...}", code = require("cuasync.model.protocol_options").FIELDS,
+      markers = { "model.run{" }, reference = "- `cuasync.model.run{" },
+    { what = "cuasync.program{...} and P:program{...}", code = require("cuasync.program").FIELDS,
+      markers = { "cuasync.program{", ":program{" }, reference = "- `cuasync.program{" },
+  }
+  -- Fields the code takes that the reference's signature need not name, each with why. (None now.)
+  local UNDOCUMENTED = {}
+  local function pages()
+    local t = { "README.md" }
+    local p = io.popen("ls docs/*.md")
+    for f in p:lines() do t[#t + 1] = f end
+    p:close()
+    return t
+  end
+
+  it("reads a table literal's own field names, in prose and in code", function()
+    local text = 'x{ a = "b, c = d", e = { f = 1, g }, h | i = 2, j, -- k = 3\n l = function(p) local m, n = 1, 2 return p == q, r end, `\n  o }'
+    assert.same({ "a", "e", "h", "i", "j", "l", "o" }, DF.fields(text, 2))
+    assert.same({ "grid", "block" }, DF.fields("`cfg` is `{ grid,\n  block }`", 11))
+  end)
+
+  it("name only fields the code takes, and the reference names every one it takes", function()
+    local wrong, unnamed, seen = {}, {}, 0
+    local ref = H.read("docs/reference.md")
+    for _, set in ipairs(SETS) do
+      for _, path in ipairs(pages()) do
+        for _, lit in ipairs(DF.find(H.read(path), set.markers)) do
+          for _, f in ipairs(lit.fields) do
+            seen = seen + 1
+            if not set.code[f] then
+              wrong[#wrong + 1] = ("%s:%d: %s names '%s', which the code refuses (fields: %s)"):format(path, lit.line, set.what, f,
+                require("cuasync.util").sorted_keys(set.code))
+            end
+          end
+        end
+      end
+      local sig = DF.find(ref, { set.reference })
+      assert.equal(1, #sig, set.what .. ": the reference's signature (" .. set.reference .. ") once")
+      local named = {}
+      for _, f in ipairs(sig[1].fields) do named[f] = true end
+      for f in pairs(set.code) do
+        if not named[f] and not (UNDOCUMENTED[set.what] and UNDOCUMENTED[set.what][f]) then
+          unnamed[#unnamed + 1] = ("docs/reference.md:%d: %s leaves out '%s', which the code takes"):format(sig[1].line, set.what, f)
+        end
+      end
+    end
+    table.sort(wrong)
+    table.sort(unnamed)
+    assert.same({}, wrong)
+    assert.same({}, unnamed)
+    assert.truthy(seen > 150, tostring(seen))
+  end)
+
+  it("fail on a field the code does not take, and on one the reference leaves out", function()
+    local launch = require("cuasync.model.launch_rules").FIELDS
+    local lit = DF.find("k:launch({ grid = 1, block = 32, pdl = true }, buf)", { ":launch({" })[1]
+    local refused = {}
+    for _, f in ipairs(lit.fields) do if not launch[f] then refused[#refused + 1] = f end end
+    assert.same({ "pdl" }, refused)
+    local sig = DF.find("`cfg` is `{ grid, block, smem }`", { "`cfg` is `{" })[1]
+    local named = {}
+    for _, f in ipairs(sig.fields) do named[f] = true end
+    assert.is_nil(named.programmatic)
+    assert.truthy(launch.programmatic)
   end)
 end)
 

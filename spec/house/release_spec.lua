@@ -38,8 +38,12 @@ describe("the release", function()
     local deps = table.concat(r.test_dependencies, " ")
     assert.truthy(deps:find("busted", 1, true) and deps:find("dkjson", 1, true), deps)
     assert.equal("scm-1", rockspec("cuasync-scm-1.rockspec").version)   -- the checkout as it is, beside it
-    local top = H.read("CHANGELOG.md"):match("\n## ([^\n]+)")
-    assert.equal(VERSION, top and top:match("^(%S+)"), "CHANGELOG.md's first entry is " .. tostring(top))
+    -- the changes since the release sit under "## Unreleased" on top (README.md, "Releases"); the
+    -- first release entry is this version's
+    local log = H.read("CHANGELOG.md")
+    local top = log:match("\n## ([^\n]+)")
+    if top == "Unreleased" then top = log:match("\n## Unreleased\n.-\n## ([^\n]+)") end
+    assert.equal(VERSION, top and top:match("^(%S+)"), "CHANGELOG.md's first release entry is " .. tostring(top))
     for _, section in ipairs({ "Added", "Changed", "Deprecated", "Removed" }) do
       assert.truthy(H.read("CHANGELOG.md"):find("\n### " .. section .. "\n", 1, true), section)
     end

@@ -58,7 +58,7 @@ describe("cp.async plans", function()
       assert.truthy(e:find(want, 1, true), want .. "\n" .. e)
     end
     e = plan{ completion = "group" }:explain()
-    assert.truthy(e:find("waits with cp.async.wait_group 3 (stages - 1 groups in flight)", 1, true), e)
+    assert.truthy(e:find("waits with cp.async.wait_group 3 (stages - 1 groups in flight; in the tail", 1, true), e)
     assert.truthy(plan{ loads = { { cp_async = 8192, vector = 8 } } }:explain():find("vector 8: source and destination 8-byte aligned, .ca only", 1, true))
     plan():check("sm_90")
     assert.error_matches(function() plan{ stages = 16 }:check("sm_90") end, "needs 262512 bytes of dynamic shared memory")
@@ -140,6 +140,30 @@ describe("cp.async plans", function()
       'wait_depth_delta is a fault of completion = "group" plans; pipeline \'cp\' is completion = "mbarrier"')
     assert.error_matches(function() plan():mutate{ tx_delta = 16 } end, "a cp.async plan arms no tx bytes")
     assert.error_matches(function() plan():mutate{ early_read = 1 } end, "early_read must be true")
+  end)
+
+  it("group form: each consume waits with min(groups committed after it, stages - 1) pending, so the tail drains to wait_group 0 (docs/cp-async.md)", function()
+    -- the model's protocol of the plan, run on a recording role: the wait_group depth of each
+    -- consume of one warp of a unified loop, 3 stages, 6 tiles (the table in the guide)
+    local protocol = require("cuasync.model.pipeline_protocol")
+    local P = plan{ stages = 3, completion = "group" }
+    assert.equal(2, P.wait_depth)
+    local spec = protocol.spec_cp(P, 6, {})
+    local waits, commits, t = {}, 0, {}
+    t.bar = { full = setmetatable({}, { __index = function(_, s) return "full" .. s end }),
+              empty = setmetatable({}, { __index = function(_, s) return "empty" .. s end }) }
+    setmetatable(t, { __index = function(_, op)
+      return function(_, n)
+        if op == "commit_group" then commits = commits + 1 end
+        if op == "wait_group" then waits[#waits + 1] = ("%d committed, wait_group %d"):format(commits, n) end
+      end
+    end })
+    spec.roles.warp00(t)
+    assert.same({ "3 committed, wait_group 2", "4 committed, wait_group 2", "5 committed, wait_group 2", "6 committed, wait_group 2",
+                  "6 committed, wait_group 1", "6 committed, wait_group 0" }, waits)
+    -- the header's wait_groups<wait_depth> branches down to the same count
+    assert.truthy(P:header():find("static constexpr int wait_depth = 2;", 1, true))
+    assert.truthy(P:explain():find("in the tail, where no later stage is committed, as many as were: down to wait_group 0 for the last", 1, true))
   end)
 
   it("express the seeds' cuda::pipeline staging pattern as a plan", function()

@@ -1,6 +1,7 @@
 -- The one driver shape of lua/cuasync/kernels/*: M.program(opts) -> a checked program (no GPU),
 -- M.build(opts, buffers) -> { run, verify, poison, bytes | flops }, as a sweep's build returns.
--- On the GPU: poisoned, run, verified; poisoned again without a run, verify must say so.
+-- On the GPU: poisoned, run, verified; poisoned again without a run, verify must say so (the
+-- poison is buf:poison's NaN pattern; a reduce, which reads its output, starts from fresh data).
 local cuasync = require("cuasync")
 local H = require("helper")
 local copy = require("cuasync.kernels.copy")
@@ -23,6 +24,14 @@ describe("kernel drivers", function()
     -- a plan is accepted as before; the program carries the plan for the launch-time checks
     local P = gemm.plan{ stages = 4, bm = 128, bn = 128, m = 256, n = 256, k = 256 }
     assert.equal(P, gemm.program(P).hooks.plan)
+  end)
+
+  it("poison their outputs with buf:poison, never with an old fill byte (0xA5's data or 0xFF's negative NaN)", function()
+    for _, f in ipairs({ "copy", "cp_async", "patterns", "gemm" }) do
+      local src = H.read("lua/cuasync/kernels/" .. f .. ".lua")
+      assert.is_nil(src:find(":fill%(0x[%x]+%)"), f .. ".lua fills with a byte")
+      assert.truthy(src:find(":poison(", 1, true), f .. ".lua: no buf:poison")
+    end
   end)
 
   it("program(opts) refuses what its kernel refuses", function()
@@ -60,7 +69,7 @@ describe("kernel drivers", function()
     src:upload(H.random_bytes(bytes))
     local v = copy.build({ stages = 4, chunk = 4096 }, { dst = dst, src = src, bytes = bytes })
     assert.equal(2 * bytes, v.bytes)
-    assert.truthy(check_shape(v, "copy"):find("^copy: bytes 0%.%.7 are 0xa5a5a5a5a5a5a5a5, expected 0x"))
+    assert.truthy(check_shape(v, "copy"):find("^copy: bytes 0%.%.7 are 0x7ffa7ffa7ffa7ffa, expected 0x"))
     src:close(); dst:close()
   end)
 

@@ -95,3 +95,29 @@ describe("cuasync launch config", function()
       "cuasync.launch: cluster launch needs a device that supports thread-block clusters (compute capability 9.0 or newer); sm_80 test device does not")
   end)
 end)
+
+describe("cuasync.limits.sm_90", function()
+  it("holds sm_90's per-SM limits beside the per-block ones, under the names a device's :limits() has", function()
+    assert.same({ 2048, 64, 32, 65536, 233472, 232448, 255 },
+                { sm90.max_threads_per_sm, sm90.max_warps_per_sm, sm90.max_blocks_per_sm, sm90.regs_per_sm,
+                  sm90.smem_per_sm, sm90.smem_optin, sm90.regs_per_thread })
+    assert.equal(sm90.max_threads_per_sm / 32, sm90.max_warps_per_sm)
+    -- the cluster preflight's occupancy rule reads these names: the table is a device to it
+    local per_sm, limiter = cuasync.model.clusters.limiter({ threads = 256, smem = 100 * 1024, regs = 32 }, sm90)
+    assert.same({ 2, "shared memory" }, { per_sm, limiter })   -- 233472 / (102400 + 1024)
+    per_sm, limiter = cuasync.model.clusters.limiter({ threads = 1024, smem = 0, regs = 64 }, sm90)
+    assert.same({ 1, "registers" }, { per_sm, limiter })       -- 64 x 1024 = 65536 of 65536
+  end)
+
+  local gpu_it = require("helper").gpu_it(it, pending)
+  gpu_it("has the fields dev:limits() has #gpu", function()
+    local got = cuasync.device():limits()
+    for k, v in pairs(sm90) do assert.equal(type(v), type(got[k]), k) end
+    for k in pairs(got) do assert.is_not_nil(sm90[k], k) end
+    if cuasync.device().cc == 90 then
+      for _, k in ipairs({ "max_threads_per_sm", "max_warps_per_sm", "max_blocks_per_sm", "regs_per_sm", "smem_per_sm", "smem_optin" }) do
+        assert.equal(sm90[k], got[k], k)
+      end
+    end
+  end)
+end)

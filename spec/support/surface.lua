@@ -105,8 +105,9 @@ local function lua_value(name, v)
 end
 
 -- The Lua names of module m: its keys (and the lazy ones), their tables' string keys, and for
--- model its tables' keys too (model.swizzle is cuasync.swizzle, walked once) — the walk of
--- docs_spec — and the methods found under dir.
+-- model and limits their tables' keys too (model.swizzle is cuasync.swizzle, walked once;
+-- limits.sm_90's fields are the limits a check without a GPU reads) — the walk docs_spec reads
+-- (M.names) — and the methods found under dir.
 function M.lua(m, lazy, dir, methods)
   local out, keys, seen = {}, {}, {}
   for _, k in ipairs(lazy or {}) do local _ = m[k] end   -- loads them
@@ -115,7 +116,9 @@ function M.lua(m, lazy, dir, methods)
     local v = m[k]
     local tables = { [k] = v }
     out[#out + 1] = lua_value("cuasync." .. k, v)
-    if k == "model" then for mk, mv in pairs(v) do if type(mv) == "table" then tables["model." .. mk] = mv end end end
+    if k == "model" or k == "limits" then
+      for mk, mv in pairs(v) do if type(mv) == "table" then tables[k .. "." .. mk] = mv end end
+    end
     for path, t in pairs(tables) do
       if type(t) == "table" and path ~= "model.swizzle" then
         for kk, vv in pairs(t) do

@@ -122,7 +122,8 @@ function M.build(opts, b)
     end
     return true
   end
-  return { run = run, verify = verify, poison = function() b.dst:fill(0xA5) end, bytes = 2 * b.bytes, kernel = k }
+  -- the output poisoned (buf:poison: a NaN no copy of real data holds), on the run's stream
+  return { run = run, verify = verify, poison = function() b.dst:poison(b.stream) end, bytes = 2 * b.bytes, kernel = k }
 end
 
 return M

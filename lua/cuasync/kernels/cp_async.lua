@@ -135,7 +135,7 @@ function M.build(opts, b)
     end
     return false, ("cp_async %s: the %d bytes differ from the expected ones (memcmp)"):format(o.work, n)
   end
-  return { run = run, verify = verify, poison = function() b.dst:fill(0xA5) end, bytes = 2 * bytes, grid = grid,
+  return { run = run, verify = verify, poison = function() b.dst:poison() end, bytes = 2 * bytes, grid = grid,
            per_sm = per_sm, kernel = k }
 end
 

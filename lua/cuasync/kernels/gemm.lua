@@ -207,7 +207,7 @@ function M.build(opts, b)
   -- persistent, at most one block per SM); stage_inflight: one stage of each
   local grid = type(cfg.grid) == "table" and cfg.grid[1] or cfg.grid
   local per_sm = math.ceil(grid / device.current().sms)
-  return { run = run, verify = verify, poison = function() b.c:fill(0xFF) end, flops = 2 * m * n * k, dtype = "bf16", plan = P, kernel = kern,
+  return { run = run, verify = verify, poison = function() b.c:poison(b.stream) end, flops = 2 * m * n * k, dtype = "bf16", plan = P, kernel = kern,
            config = cfg, inflight = P.tx_bytes * P.stages * per_sm, stage_inflight = P.tx_bytes * per_sm }
 end
 

@@ -267,9 +267,16 @@ function M.build(opts, b)
   local run = p:prepare(b.out, b.inp, n, { grid = b.grid, stream = b.stream })
   local elems = p:out_elems(n)
   local before
+  -- add_one and split write every element: poisoned first (buf:poison, a NaN as f32, 0x7FFA7FFA
+  -- as u32). reduce adds into out, reading every element: fresh finite values instead (a NaN
+  -- start would make every sum NaN, and NaN ~= NaN), kept to compute the want
   local function poison()
-    b.out:fill(0xA5)
-    if p.spec.op == "reduce" then before = b.out:download(p.elem, n) end
+    if p.spec.op == "reduce" then
+      b.out:fill_random{ dtype = p.elem == "float" and "f32" or "u32" }
+      before = b.out:download(p.elem, n)
+    else
+      b.out:poison(b.stream)
+    end
   end
   local function verify()
     stream.synchronize()

@@ -119,7 +119,7 @@ function M.explain(plan, out)
   if plan.completion == "mbarrier" then
     out[#out + 1] = ("  full: %d arrivals, one cp.async.mbarrier.arrive.noinc per producer thread (it arrives once that thread's copies landed; no tx bytes)"):format(plan.full_count)
   else
-    out[#out + 1] = ("  full: %d arrivals: each thread commits one group per stage, waits with cp.async.wait_group %d (stages - 1 groups in flight), then arrives, so that every thread may read what the others copied"):format(
+    out[#out + 1] = ("  full: %d arrivals: each thread commits one group per stage, waits with cp.async.wait_group %d (stages - 1 groups in flight; in the tail, where no later stage is committed, as many as were: down to wait_group 0 for the last), then arrives, so that every thread may read what the others copied"):format(
       plan.full_count, plan.wait_depth)
   end
 end

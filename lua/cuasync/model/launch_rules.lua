@@ -8,11 +8,17 @@ M.PORTABLE_CLUSTER = 8    -- blocks per cluster every sm_90 device guarantees
 M.MAX_CLUSTER = 16        -- with the non-portable attribute (H100/H200)
 
 -- The limits of an sm_90 device (H100/H200), for checking a config where no GPU is present. The
--- same fields as a device's :limits(), so a plan's :check takes either.
+-- same fields as a device's :limits(), so a plan's :check takes either. Per block: threads, block
+-- and grid dimensions, shared memory without opt-in (48 KiB) and with it (227 KiB). Per SM (the
+-- CUDA programming guide's table for compute capability 9.0; the device's own attributes where a
+-- GPU is open): threads 2048, warps 64, resident blocks 32, 64 Ki 32-bit registers, 228 KiB of
+-- shared memory; registers per thread 255 (a compile limit: no driver attribute reports it).
 M.sm_90 = {
   name = "sm_90 (H100/H200)", cc = 90, max_threads_per_block = 1024, max_block = { 1024, 1024, 64 },
   max_grid = { 2147483647, 65535, 65535 }, smem_per_block = 49152, smem_optin = 232448, cluster = true,
   reserved_smem_per_block = 1024,
+  max_threads_per_sm = 2048, max_warps_per_sm = 64, max_blocks_per_sm = 32, regs_per_sm = 65536,
+  smem_per_sm = 233472, regs_per_thread = 255,
 }
 
 -- The one fallback: the open device's limits, else sm_90's (a compile-only path has no GPU).
@@ -20,8 +26,11 @@ function M.limits_of(dev)
   return dev and dev:limits() or M.sm_90
 end
 
-local FIELDS = { grid = true, block = true, cluster = true, smem = true, stream = true,
-                 non_portable = true, cluster_policy = true, cooperative = true, programmatic = true }
+-- The fields a launch config takes (k:launch, k:prepare, cuasync.check_launch): the one list,
+-- which docs/reference.md's `cfg` must name exactly (spec/house/docs_spec.lua).
+M.FIELDS = { grid = true, block = true, cluster = true, smem = true, stream = true,
+             non_portable = true, cluster_policy = true, cooperative = true, programmatic = true }
+local FIELDS = M.FIELDS
 local POLICIES = { default = 0, spread = 1, load_balancing = 2 }
 local AXIS = { "x", "y", "z" }
 

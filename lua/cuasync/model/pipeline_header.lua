@@ -55,7 +55,7 @@ function M.header(plan)
       r.release == "thread" and 0 or r.release == "warp" and 1 or 2, r.release),
     ("    static constexpr unsigned full_count = %du;"):format(plan.full_count),
     ("    static constexpr unsigned empty_count = %du;"):format(plan.empty_count),
-    ("    static constexpr int wait_depth = %d;            // cp.async groups: wait_group with stages - 1 in flight"):format(
+    ("    static constexpr int wait_depth = %d;            // cp.async groups: wait_group with stages - 1 in flight (fewer in the tail)"):format(
       plan.wait_depth or 0),
     ("    static constexpr unsigned cluster_x = %du, cluster_y = %du, cluster_z = %du;"):format(
       plan.cluster[1], plan.cluster[2], plan.cluster[3]),

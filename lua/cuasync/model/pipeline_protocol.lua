@@ -12,6 +12,7 @@
 local util = require("cuasync.util")
 local protocol = require("cuasync.model.protocol")
 local plans = require("cuasync.model.pipeline_plan")
+local names = require("cuasync.model.barrier_names")
 
 local M = {}
 
@@ -61,7 +62,7 @@ function M.check_mutation(plan, m)
 end
 
 local function bar_key(plan, which, r)
-  return plan.cluster_size > 1 and ("b%d_%s"):format(r, which) or which
+  return names.key(which, plan.cluster_size > 1 and r or nil)
 end
 
 -- The model.run spec for `iterations` iterations of the plan (mutated by m, or nil).
@@ -244,10 +245,14 @@ function M.simulate(plan, o, m)
   spec.async = o.async
   local r = protocol.run(spec)
   r.iterations = iterations
-  if not r.ok and r.barrier then
-    local b, which, s = r.barrier:match("^b(%d+)_(%a+)%[(%d+)%]$")
-    if not b then which, s = r.barrier:match("^(%a+)%[(%d+)%]$") end
-    r.block, r.stage, r.which = b and tonumber(b) or 0, tonumber(s), which
+  local which, s, b = names.parse(not r.ok and r.barrier)
+  if which then r.block, r.stage, r.which = b or 0, s, which end
+  if which and names.WHICH[which] then
+    -- placed in the words the watchdog's hang message uses for the same barrier (barrier_names)
+    r.pipeline = plan.name
+    if r.phase then r.iteration = names.iteration(which, s, r.phase, plan.stages) end
+    r.at = names.place{ pipeline = plan.name, which = which, stage = s, phase = r.phase, parity = r.parity,
+                        iteration = r.iteration, rank = b }
   end
   return r
 end

@@ -9,8 +9,11 @@ local M = {}
 
 -- A fault found during a run: raised through the scheduler as a table, turned into the result.
 local Fault = {}
-local function fault(kind, role, barrier, msg)
-  error(setmetatable({ kind = kind, role = role, barrier = barrier, message = msg }, Fault), 0)
+local function fault(kind, role, barrier, msg, wait)
+  -- wait: the blocked wait of a deadlock ({ phase, parity }), which a plan's simulate places
+  local f = { kind = kind, role = role, barrier = barrier, message = msg }
+  if wait then f.phase, f.parity = wait.phase, wait.parity end
+  error(setmetatable(f, Fault), 0)
 end
 M.Fault, M.fault = Fault, fault
 

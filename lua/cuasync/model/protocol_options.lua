@@ -8,8 +8,10 @@ local M = {}
 local WHERE = "model.run"
 local function fail(msg) util.fail(WHERE, msg) end
 
-local FIELDS = { barriers = true, roles = true, explore = true, seed = true, runs = true, bound = true,
-                 async = true, max_steps = true }
+-- The fields model.run{...} takes (the one list; docs_spec holds the reference to it).
+M.FIELDS = { barriers = true, roles = true, explore = true, seed = true, runs = true, bound = true,
+             async = true, max_steps = true }
+local FIELDS = M.FIELDS
 
 -- A key of barriers or roles: a Lua identifier (the names end up in reports and timelines).
 local function identifier(what, name)

@@ -18,7 +18,10 @@ function Result:report(tail)
   end
   tail = tail or 8
   local out = { ("%s in run %d of %s exploration (seed %d), step %d:"):format(self.kind, self.run, self.explore,
-    self.seed, self.steps), "  " .. self.message, "timeline:" }
+    self.seed, self.steps), "  " .. self.message }
+  -- a plan's simulate places the barrier as the watchdog's hang message does (barrier_names)
+  if self.at then out[#out + 1] = "  at " .. self.at end
+  out[#out + 1] = "timeline:"
   for _, name in ipairs(self.order) do
     local log = self.timeline[name]
     out[#out + 1] = "  " .. name .. ":"

@@ -5,6 +5,7 @@ local mbarrier = require("cuasync.model.mbarrier")
 local copies = require("cuasync.model.async_copies")
 local actions = require("cuasync.model.protocol_actions")
 local roles_of = require("cuasync.model.protocol_role")
+local names = require("cuasync.model.barrier_names")
 
 local M = {}
 local fault, Fault = actions.fault, actions.Fault
@@ -27,7 +28,7 @@ local function fresh_barriers(spec)
     if b.n then
       local arr = {}
       for i = 0, b.n - 1 do
-        arr[i] = mbarrier.new(b.count, ("%s[%d]"):format(b.name, i))
+        arr[i] = mbarrier.new(b.count, names.name(b.name, i))
         all[#all + 1] = arr[i]
       end
       bar[b.name] = arr
@@ -105,8 +106,9 @@ local function one_run(spec, choose)
         else
           why = ("%s got no arrival in phase %d: whoever signals it is blocked or gone"):format(b.name, b.phase)
         end
+        local wait = first.action.op == "wait_parity" and first.action or nil
         fault("deadlock", first.name, b and b.name, ("deadlock at step %d: %s. %s"):format(run.steps,
-              table.concat(lines, "; "), why))
+              table.concat(lines, "; "), why), wait and { phase = wait.phase, parity = wait.parity })
       end
       run.steps = run.steps + 1
       if run.steps > spec.max_steps then

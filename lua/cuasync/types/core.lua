@@ -172,8 +172,18 @@ function cuasync.errors.is_cancelled(e) end
 ---@field name string
 ---@field cc integer
 ---@field max_threads_per_block integer
+---@field max_block integer[]
+---@field max_grid integer[]
+---@field smem_per_block integer
 ---@field smem_optin integer
 ---@field reserved_smem_per_block integer
+---@field cluster boolean
+---@field max_threads_per_sm integer
+---@field max_warps_per_sm integer
+---@field max_blocks_per_sm integer
+---@field regs_per_sm integer
+---@field smem_per_sm integer
+---@field regs_per_thread integer
 
 ---@class cuasync.Device
 ---@field ordinal integer

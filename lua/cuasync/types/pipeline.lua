@@ -54,6 +54,8 @@ function Pipeline:mutate(fault) end
 ---@field stage integer
 ---@field parity integer
 ---@field iteration integer
+---@field phase integer? the barrier's phase the wait was for
+---@field at string? the barrier placed: "full[2] of pipeline 'main' (stage 2, phase 9, parity 1, iteration 37)"
 ---@field waited_ms number
 ---@field context_ok boolean
 ---@field last_events string[]? a traced kernel's: each warp of the hung block, its last events
@@ -73,6 +75,7 @@ function Hang:explain() end
 ---@field failed_in "where"|"program"|"compile"|"build"|"run"|"hang"|"verification"|"timing"|"remeasure"|"worker"|nil
 ---@field registers integer?
 ---@field spills integer?
+---@field from { store: string, device: string, at: integer, rows: integer, key: string }? cuasync.sweep.best's row: the run it came from
 
 ---@class cuasync.SweepResult
 ---@field rows cuasync.SweepRow[]

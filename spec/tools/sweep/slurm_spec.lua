@@ -1,5 +1,6 @@
--- Sweeps through Slurm, against a real single-node Slurm (spec/support/slurm.sh starts munged,
--- slurmctld and slurmd, and stops them by PID): a host sweep and the compile-only make-run sweep
+-- Sweeps through Slurm, against a real single-node Slurm (spec/support/slurm.sh runs the recipe
+-- docs/sweeps.md shows, its blocks read from the page: munged, slurmctld and slurmd started
+-- directly, stopped by PID; a spec below holds the page's blocks and the gres lines): a host sweep and the compile-only make-run sweep
 -- through --slurm --wait give a local run's rows; a killed array task is reported by its index
 -- and log and is the only one submitted again; merging is idempotent; bad input is named. Where
 -- the machine is not root or Slurm cannot be installed, the Slurm specs are skipped (counted).
@@ -168,10 +169,56 @@ describe("sweeps through Slurm", function()
     local out, rc = sh(ENV .. "luajit bin/cuasync sweep " .. s .. " --slurm --quiet --slurm-dir " .. root .. "/gres")
     assert.equal(1, rc, out)
     assert.truthy(out:find("Invalid generic resource (gres) specification: the array asks for 1 GPU per task (slurm.gpus_per_task, --gpus-per-task) and the cluster, or its partition, offers no gres/gpu", 1, true), out)
+    assert.truthy(out:find("GresTypes=gpu in slurm.conf, Gres=gpu:N on the node's NodeName line, and a gres.conf", 1, true), out)
   end)
 end)
 
 describe("Slurm sweeps without a Slurm", function()
+  it("run the single-node recipe docs/sweeps.md shows: slurm.sh reads its blocks, and the gres lines it writes are the ones the error names", function()
+    -- slurm.sh holds no recipe of its own: it runs the page's blocks
+    local sh_text = assert(io.open("spec/support/slurm.sh")):read("*a")
+    assert.is_nil(sh_text:find("SlurmctldHost", 1, true))
+    assert.is_nil(sh_text:find("apt-get install", 1, true))
+    local blocks = {}
+    for _, name in ipairs({ "install", "up", "down" }) do
+      local out, rc = sh("bash spec/support/slurm.sh block " .. name)
+      assert.equal(0, rc, out)
+      blocks[name] = out
+    end
+    assert.truthy(blocks.install:find("apt-get install -y slurmctld slurmd munge", 1, true), blocks.install)
+    assert.truthy(blocks.down:find('kill "$(cat "$DIR/$p.pid")"', 1, true), blocks.down)
+    local _, rc = sh("bash spec/support/slurm.sh block nope")
+    assert.equal(4, rc)
+    -- the up block, run with stand-ins for the daemons: the slurm.conf and gres.conf it writes
+    -- with 2 GPUs and with none
+    local bin, dir = H.tmpdir(), H.tmpdir()
+    for name, body in pairs({ munged = "exit 0", slurmctld = "exit 0", slurmd = "exit 0", sleep = "exit 0",
+                              sinfo = "echo idle", hostname = "echo node1" }) do
+      H.write(bin .. "/" .. name, "#!/bin/sh\n" .. body .. "\n")
+      os.execute("chmod +x " .. bin .. "/" .. name)
+    end
+    local function up(gpus)
+      local d = dir .. "/g" .. gpus
+      local out, code = sh(("PATH=%s:$PATH DIR=%s PORT=23456 GPUS=%d bash spec/support/slurm.sh block up > %s/up.sh && PATH=%s:$PATH DIR=%s PORT=23456 GPUS=%d bash %s/up.sh"):format(
+        bin, d, gpus, dir, bin, d, gpus, dir))
+      assert.equal(0, code, out)
+      return H.read(d .. "/slurm.conf"), H.read(d .. "/gres.conf")
+    end
+    local conf, gres = up(2)
+    assert.truthy(conf:find("\nGresTypes=gpu\n", 1, true), conf)
+    assert.truthy(conf:find("\nNodeName=node1 CPUs=%d+ Gres=gpu:2 State=UNKNOWN\n"), conf)
+    assert.truthy(conf:find("\nSlurmctldPort=23456\nSlurmdPort=23457\n", 1, true), conf)
+    assert.equal("Name=gpu File=/dev/nvidia0\nName=gpu File=/dev/nvidia1\n", gres)
+    conf, gres = up(0)
+    assert.is_nil(conf:find("Gres", 1, true))
+    assert.is_nil(gres)
+    -- the refusal's hint names those lines
+    local hint = require("cuasync.tools.sweep.slurm.submit").GRES_HINT
+    for _, line in ipairs({ "GresTypes=gpu", "Gres=gpu:N", "NodeName", "Name=gpu File=/dev/nvidia0", "A single-node Slurm" }) do
+      assert.truthy(hint:find(line, 1, true), line)
+    end
+  end)
+
   it("say how to install sbatch; refuse bad options by name; exit 2 on usage errors", function()
     local bin = H.tmpdir()
     os.execute(("ln -s %s %s/luajit"):format((sh("command -v luajit")):gsub("%s+$", ""), bin))

@@ -106,6 +106,37 @@ describe("sweep strategies", function()
     assert.truthy(out:find("REPLAY\ttrue\t2000\ttrue\ttrue", 1, true), out)
   end)
 
+  it("local says it cannot search where nothing gets a figure: a run with no GPU (compile only), and one whose every point fails", function()
+    local out = fresh([[
+      local sweep = require("cuasync.tools.sweep")
+      -- a GPU sweep on a machine with no driver: every point compiles (none here) and is skipped
+      local S = sweep{ name = "offline_local", params = { a = { 1, 2, 3 }, b = { 1, 2 } },
+                       build = function() return { run = function() end } end }
+      S:run{ strategy = "local", quiet = true, force = true }
+      print("OFFLINE", S.result.evaluated, S.complete, S.rows[1].kind, #S.notes)
+      print(S.notes[1])
+      print(S:text():match("note: strategy local[^\n]*"))
+      -- a host sweep whose every point fails verification: measured, but no figure
+      local F = sweep{ name = "failing_local", host = true, rounds = 1, reps = 1, params = { a = { 1, 2, 3 }, b = { 1, 2 } },
+                       build = function() return { run = function() end, verify = function() return false, "planted" end } end }
+      F:run{ strategy = "local", quiet = true, force = true }
+      print("FAILING", F.result.evaluated, F.complete)
+      print(F.notes[#F.notes])
+      -- with figures it searches and says nothing of the kind
+      local G = sweep{ name = "good_local", host = true, rounds = 1, reps = 1, params = { a = { 1, 2, 3 } },
+                       build = function() return { run = function() end, bytes = 8 } end }
+      G:run{ strategy = "local", quiet = true, force = true }
+      print("GOOD", #(G.notes or {}))
+    ]])
+    assert.truthy(out:find("OFFLINE	6	true	skipped	1", 1, true), out)
+    -- (the driver named is the spec's missing one: CUASYNC_CUDA_LIB)
+    local offline = "strategy local cannot search: nothing is measured in this run %(no CUDA driver: [^\n]*libcuda.so.1 not found[^\n]*%), so no point has a figure to climb from; it took the candidates in an order drawn from the seed instead, as strategy random does"
+    assert.truthy(out:find("\n" .. offline .. "\n"), out)
+    assert.truthy(out:find("\nnote: " .. offline .. "\n"), out)
+    assert.truthy(out:find("FAILING\t6\ttrue\nstrategy local could not search: none of the 6 points it evaluated got a figure (each failed, or was not measured), so it took them one at a time in an order drawn from the seed\n", 1, true), out)
+    assert.truthy(out:find("GOOD\t0", 1, true), out)
+  end)
+
   it("exhaustive keeps today's order; a seconds budget stops between batches; defaults come from the sweep's table", function()
     local out = fresh([[
       local sweep = require("cuasync.tools.sweep")

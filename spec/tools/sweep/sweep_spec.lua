@@ -131,6 +131,10 @@ describe("sweep", function()
       make({ 1, 2, 3 }):run{ quiet = true }
       local params, row = sweep.best("ranked")
       print("BEST", params.n, params.tag, row.kind, row.verified, type(row.ms), row.params.n)
+      -- which run it came from: the store read, the device, when, the run's rows, the row's key
+      local dir = os.getenv("CUASYNC_CACHE_DIR")
+      print("FROM", row.from.store == dir .. "/sweeps/ranked.json", row.from.device, row.from.rows, type(row.from.at),
+            row.from.at == row.stored_at, row.from.key:match("^host|.*|n=2 tag=\"a\"$") ~= nil)
       -- the latest run decides: a run of n = 1 and 4 alone leaves n = 2 out
       make({ 1, 4 }):run{ quiet = true }
       params = sweep.best("ranked")
@@ -140,6 +144,12 @@ describe("sweep", function()
       print("NAME", pcall(sweep.best, "../x"))
       print("OPTS", pcall(sweep.best, "ranked", { gpu = 1 }))
       print("DEV", pcall(sweep.best, "ranked", { device = 0 }))
+      -- a store whose runs are all of another device: which store, how many rows, whose runs
+      local store = require("cuasync.tools.sweep.store")
+      local st = store.load("ranked")
+      st.runs["NVIDIA H200|12080"], st.runs.host = st.runs.host, nil
+      store.save("other", { entries = st.entries, runs = st.runs })
+      print("OTHER", sweep.best("other"))
       local f = io.open(os.getenv("CUASYNC_CACHE_DIR") .. "/sweeps/ranked.json", "w"); f:write("[1, 2"); f:close()
       print("DAMAGED", pcall(sweep.best, "ranked"))
     ]], { CUASYNC_CACHE_DIR = cache_dir(), CUASYNC_CUDA_LIB = NOLIB })
@@ -147,11 +157,18 @@ describe("sweep", function()
     assert.truthy(out:find("NONE\tnil\tno stored results for sweep 'ranked' (none in ", 1, true), out)
     assert.truthy(out:find("BEST\t2\ta\tmeasured\ttrue\tnumber\t2", 1, true), out)
     assert.truthy(out:find("LATEST\t4", 1, true), out)
-    assert.truthy(out:find("UNVERIFIED\tnil\tthe latest run of sweep 'ranked' on host has no verified measured row (0 measured; its other rows failed, were pruned or skipped: S:print() shows why)", 1, true), out)
+    assert.truthy(out:find("FROM\ttrue\thost\t2\tnumber\ttrue\ttrue", 1, true), out)   -- n = 3 failed its verify: not stored
+    assert.truthy(out:find("UNVERIFIED\tnil\tthe latest run of sweep 'ranked' on host %([%d-]+ [%d:]+, read from [^\n]*/sweeps/ranked%.json%) has no verified measured row: it stored no measured row; rows that failed, were pruned or skipped are not stored %(S:print%(%) shows why%)\n"), out)
+    assert.truthy(out:find("OTHER\tnil\tno run of sweep 'other' stored for host in [^\n]*/sweeps/other%.json: its %d+ rows are of runs on NVIDIA H200|12080 %(run it again here%)\n"), out)
     assert.truthy(out:find("NAME\tfalse\t[^\n]*cuasync.sweep.best: name \"../x\" is not a sweep name"), out)
     assert.truthy(out:find("OPTS\tfalse\t[^\n]*cuasync.sweep.best: unknown field 'gpu'"), out)
     assert.truthy(out:find("DEV\tfalse\t[^\n]*cuasync.sweep.best: opts.device must be a cuasync.device%(%) %(got 0%)"), out)
     assert.truthy(out:find("DAMAGED\ttrue\tnil\tthe result store [^\n]*ranked.json is not JSON of a sweep's store"), out)
+    -- with the disk cache off, nothing is kept, and best says so
+    ok, out = H.luajit([[print("OFF", require("cuasync.tools.sweep").best("ranked"))]],
+                       { CUASYNC_CACHE_DIR = cache_dir(), CUASYNC_CACHE = "0", CUASYNC_CUDA_LIB = NOLIB })
+    assert.is_true(ok, out)
+    assert.truthy(out:find("OFF\tnil\tno stored results for sweep 'ranked': CUASYNC_CACHE=0 keeps none (the store would be ", 1, true), out)
   end)
 
   it("writes CSV and JSON that read back the same; shards merge into the whole", function()

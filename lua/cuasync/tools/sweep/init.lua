@@ -61,10 +61,7 @@ Sweep.__index = function(S, k)
   return R[MOVED[k]]
 end
 
-local FIELDS = { name = true, params = true, order = true, where = true, program = true, build = true,
-                 baseline = true, rounds = true, reps = true, timeout_ms = true, unit = true, script = true,
-                 host = true, strategy = true, budget = true, seed = true, flush_l2 = true, spills = true,
-                 warmup_ms = true, settle_ms = true, spread_limit = true, max_rounds = true, rotate = true }
+local FIELDS = options.SWEEP_FIELDS
 local WHERE = "sweep"
 local function fail(msg) util.fail(WHERE, msg) end
 

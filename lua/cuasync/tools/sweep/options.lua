@@ -1,6 +1,6 @@
 -- S:run's options, checked once, before anything runs: { jobs, gpus, force, shard, quiet,
--- strategy, budget, seed, replay, slurm, on_stop }. The sweep's own defaults (strategy, budget, seed)
--- pass through M.search; the rest is a run's.
+-- strategy, budget, seed, replay, slurm, on_stop, trace, rounds } (M.RUN_FIELDS). The sweep's own defaults
+-- (strategy, budget, seed) pass through M.search; the rest is a run's.
 local util = require("cuasync.util")
 local device = require("cuasync.device")
 local isolate = require("cuasync.tools.isolate")
@@ -8,6 +8,15 @@ local rules = require("cuasync.tools.sweep.rules")
 local stop = require("cuasync.tools.sweep.stop")
 
 local M = {}
+
+-- The fields cuasync.sweep{...} takes, and those S:run{...} takes: the one lists (init.lua and
+-- M.run check against them; docs_spec holds docs/reference.md and docs/sweeps.md to them).
+M.SWEEP_FIELDS = { name = true, params = true, order = true, where = true, program = true, build = true,
+                   baseline = true, rounds = true, reps = true, timeout_ms = true, unit = true, script = true,
+                   host = true, strategy = true, budget = true, seed = true, flush_l2 = true, spills = true,
+                   warmup_ms = true, settle_ms = true, spread_limit = true, max_rounds = true, rotate = true }
+M.RUN_FIELDS = { jobs = true, gpus = true, force = true, shard = true, quiet = true, strategy = true,
+                 budget = true, seed = true, replay = true, slurm = true, on_stop = true, trace = true, rounds = true }
 
 -- Check { strategy, budget, seed } (a sweep's defaults or run's options); returns them. The
 -- rules are rules.lua's, which the command's options read too.
@@ -61,9 +70,7 @@ function M.default_jobs() return math.max(1, math.min(isolate.cores(), 16)) end
 -- strategy, budget, seed, force, quiet, replay, gpus (checked; "all" resolved by M.gpus), slurm }.
 function M.run(where, S, o)
   util.kind(where, "argument", o, "table")
-  util.known_fields(where, o, { jobs = true, gpus = true, force = true, shard = true, quiet = true, strategy = true,
-                                budget = true, seed = true, replay = true, slurm = true, on_stop = true, trace = true,
-                                rounds = true })
+  util.known_fields(where, o, M.RUN_FIELDS)
   if o.trace ~= nil and o.trace ~= "best" and o.trace ~= "all" then
     util.fail(where, ('trace must be "best" (the winner\'s timeline) or "all" (every measured variant\'s) (got %s)'):format(util.describe(o.trace)))
   end

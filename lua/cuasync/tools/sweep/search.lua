@@ -69,9 +69,13 @@ local function budget_text(o)
 end
 
 -- The search: batches from the strategy, answered by the runners, until done or stopped.
-local function search(S, R, o, runs, by, candidates, t0)
+-- measures: whether this run can give a point a figure (a GPU, a host sweep, or a replay), and
+-- why not (a strategy that ranks points says it cannot search, in a note).
+local function search(S, R, o, runs, by, candidates, t0, measures, why)
   local chooser = strategies.load(o.strategy)({ candidates = candidates, space = S.space, rng = rng.new(o.seed),
-                                                batch = o.budget and math.max(o.jobs, 8) or nil })
+                                                batch = o.budget and math.max(o.jobs, 8) or nil,
+                                                measures = measures, why = why,
+                                                note = function(text) measure.note(S, text) end })
   local seen, measured_now, evaluated, stopped = {}, {}, 0, nil
   while not stopped do
     stopped = halted(o.budget, t0)
@@ -116,7 +120,7 @@ local function run(S, R, o, compiler)
   if not S.host and can and not o.replay then device.open(gpus[1]) end
   local runs = runners.new(S, R, { replay = o.replay, force = o.force, measure = can, why = why, gpus = gpus,
                                    memo = m, compiler = compiler, step = compiler.step })
-  local measured_now = search(S, R, o, runs, by, candidates, t0)
+  local measured_now = search(S, R, o, runs, by, candidates, t0, can or o.replay, why)
   if can and not o.replay and #measured_now > 1 and not stop.requested() then
     stop.keep(S, R, candidates, {}, o.on_stop)
     runs:remeasure(rows)

@@ -152,7 +152,11 @@ end
 
 -- cuasync.sweep.best(name[, { device = dev }]) -> params, row | nil, why: the best verified
 -- measured row of the latest run of sweep `name` on this device and driver (without a device
--- given: the current GPU, or the host rows of a host = true sweep where there is no GPU).
+-- given: the current GPU, or the host rows of a host = true sweep where there is no GPU). The
+-- row says which run it came from (row.from); why names the store read, the rows found there
+-- and why none qualifies.
+local function when(t) return type(t) == "number" and os.date("%Y-%m-%d %H:%M:%S", t) or "at an unknown time" end
+
 function M.best(name, opts)
   M.check_name("sweep.best", name)
   if not rawequal(opts, nil) then   -- a NULL cdata is == nil, but it was given
@@ -166,39 +170,57 @@ function M.best(name, opts)
   local key = "host"
   if dev == nil and device.available() then dev = device.current() end
   if dev ~= nil then key = M.device_key(dev) end
+  local path = M.path(name)
+  if os.getenv("CUASYNC_CACHE") == "0" then
+    return nil, ("no stored results for sweep '%s': CUASYNC_CACHE=0 keeps none (the store would be %s)"):format(name, path)
+  end
   local store = M.load(name)
   if store.problem then return nil, store.problem end
   local run = store.runs[key]
   if not run or type(run.keys) ~= "table" then
-    if next(store.entries) == nil then
-      return nil, ("no stored results for sweep '%s' (none in %s: run the sweep first)"):format(name, M.path(name))
+    local n, others = 0, {}
+    for _ in pairs(store.entries) do n = n + 1 end
+    for k in pairs(store.runs) do others[#others + 1] = k end
+    table.sort(others)
+    if n == 0 and #others == 0 then
+      return nil, ("no stored results for sweep '%s' (none in %s: run the sweep first)"):format(name, path)
     end
-    return nil, ("no run of sweep '%s' stored for %s (its rows in %s are of other devices or drivers: run it again here)"):format(
-      name, key, M.path(name))
+    return nil, ("no run of sweep '%s' stored for %s in %s: its %d row%s are of runs on %s (run it again here)"):format(
+      name, key, path, n, n == 1 and "" or "s", #others > 0 and table.concat(others, ", ") or "no device it still names")
   end
   -- verified: a verify passed (a row never verified, its sweep without verify, is not offered)
-  local best, failed, never = nil, 0, 0
+  local best, best_key, failed, never, gone, bare = nil, nil, 0, 0, 0, 0
   for _, k in ipairs(run.keys) do
     local e = store.entries[k]
-    if type(e) == "table" and e.kind == "measured" and type(e.params) == "table" and row.figure(e) then
-      if e.verified == false then
-        failed = failed + 1
-      elseif e.verified ~= true then
-        never = never + 1
-      elseif not best or row.figure(e) > row.figure(best) then
-        best = e
-      end
+    if type(e) ~= "table" or e.kind ~= "measured" or type(e.params) ~= "table" then
+      gone = gone + 1
+    elseif not row.figure(e) then
+      bare = bare + 1
+    elseif e.verified == false then
+      failed = failed + 1
+    elseif e.verified ~= true then
+      never = never + 1
+    elseif not best or row.figure(e) > row.figure(best) then
+      best, best_key = e, k
     end
   end
   if not best then
-    return nil, ("the latest run of sweep '%s' on %s has no verified measured row (%d measured%s%s; its other rows failed, were pruned or skipped: S:print() shows why)"):format(
-      name, key, #run.keys, failed > 0 and (", " .. failed .. " of them unverified") or "",
-      never > 0 and (", %d of them never verified: build(p) returned no verify"):format(never) or "")
+    local parts = {}
+    if failed > 0 then parts[#parts + 1] = ("%d failed verification"):format(failed) end
+    if never > 0 then parts[#parts + 1] = ("%d never verified: build(p) returned no verify"):format(never) end
+    if bare > 0 then parts[#parts + 1] = ("%d without a figure"):format(bare) end
+    if gone > 0 then parts[#parts + 1] = ("%d no longer in the store (damaged, or of an older version)"):format(gone) end
+    local stored = #run.keys == 0 and "it stored no measured row" or
+      ("it stored %d measured row%s, %s"):format(#run.keys, #run.keys == 1 and "" or "s", table.concat(parts, ", "))
+    return nil, ("the latest run of sweep '%s' on %s (%s, read from %s) has no verified measured row: %s; rows that failed, were pruned or skipped are not stored (S:print() shows why)"):format(
+      name, key, when(run.at), path, stored)
   end
   local params, out = {}, {}
   for k, v in pairs(best.params) do params[k] = v end
   for k, v in pairs(best) do out[k] = v end
   out.params, out.stored_at, out.sum = params, run.at, nil
+  -- which run it came from: the store, the device and driver, when, how many rows, its key
+  out.from = { store = path, device = key, at = run.at, rows = #run.keys, key = best_key }
   return params, out
 end
 

@@ -31,11 +31,15 @@ function M.foreign(S, sl)
   end
 end
 
+-- What a Slurm of your own lacks to offer GPUs (docs/sweeps.md, "A single-node Slurm", writes these
+-- lines; slurm_spec holds the page's recipe to them).
+M.GRES_HINT = "A Slurm of your own offers them with three lines: GresTypes=gpu in slurm.conf, Gres=gpu:N on the node's NodeName line, and a gres.conf beside slurm.conf naming each device (Name=gpu File=/dev/nvidia0); docs/sweeps.md, \"A single-node Slurm\", writes them"
+
 -- What sbatch's refusal of the array means, where Slurm leaves it bare.
 local function refusal(sl, why)
   if why:find("Invalid generic resource", 1, true) and sl.gpus_per_task > 0 then
-    return ("%s: the array asks for %d GPU%s per task (slurm.gpus_per_task, --gpus-per-task) and the cluster, or its partition, offers no gres/gpu: give a GPU partition (--partition), or 0 for a sweep that needs no GPU"):format(
-      why, sl.gpus_per_task, sl.gpus_per_task == 1 and "" or "s")
+    return ("%s: the array asks for %d GPU%s per task (slurm.gpus_per_task, --gpus-per-task) and the cluster, or its partition, offers no gres/gpu: give a GPU partition (--partition), or 0 for a sweep that needs no GPU. %s"):format(
+      why, sl.gpus_per_task, sl.gpus_per_task == 1 and "" or "s", M.GRES_HINT)
   end
   return why
 end

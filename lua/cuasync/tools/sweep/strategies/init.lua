@@ -1,7 +1,9 @@
 -- The search strategies, loaded by name (strategies/<name>.lua) like the report handlers: a new
 -- strategy is one file and one line below. A strategy is a function(ctx) -> { next(seen) }
 -- returning the next batch of candidate indices (nil when it is done); ctx = { candidates,
--- space, rng, batch }. seen[i] is the figure of an evaluated point (false: it failed).
+-- space, rng, batch, measures (false: nothing gets a figure in this run), why (then: why not),
+-- note(text) (a line for the run's notes) }. seen[i] is the figure of an evaluated point
+-- (false: it failed, or was not measured).
 local M = {}
 
 -- name -> what it does (the usage text shows these; the rule for a name is in ../rules.lua).

@@ -3,7 +3,19 @@
 -- best of them while that improves; at a local optimum it restarts, alternately from a kick of
 -- the best point so far (two parameters moved) and from a random unseen point. A point is never
 -- evaluated twice; the search ends when no unseen candidate is left (or the budget does).
+-- Without figures it cannot search: in a run that measures nothing (no GPU: a compile-only run)
+-- it says so in a note and takes the candidates as strategy random does; in one where no point
+-- it evaluated got a figure (each failed), it says so when it ends.
+local OFFLINE = "strategy local cannot search: nothing is measured in this run (%s), so no point has a figure to climb from; it took the candidates in an order drawn from the seed instead, as strategy random does"
+local NONE = "strategy local could not search: none of the %d points it evaluated got a figure (each failed, or was not measured), so it took them one at a time in an order drawn from the seed"
+
 return function(ctx)
+  if ctx.measures == false then
+    if ctx.note then
+      ctx.note(OFFLINE:format(ctx.why or "launches skipped"))
+    end
+    return require("cuasync.tools.sweep.strategies.random")(ctx)
+  end
   local space, rng = ctx.space, ctx.rng
   local valid = {}
   for _, c in ipairs(ctx.candidates) do valid[c] = true end
@@ -50,7 +62,14 @@ return function(ctx)
           local s = kick and kicked(seen) or nil
           kick = not kick
           s = s or random_unseen(seen)
-          if not s then return nil end
+          if not s then
+            if not best and ctx.note and next(seen) ~= nil then
+              local n = 0
+              for _ in pairs(seen) do n = n + 1 end
+              ctx.note(NONE:format(n))
+            end
+            return nil
+          end
           start = s
           return { s }
         end
