@@ -85,6 +85,8 @@ describe("model.spread", function()
     assert.are.equal("tied with #9 within noise", text)
     assert.is_false(sep)
     assert.are.equal("the only measured row", (spread.verdict(a, { a })))
+    local slow = { index = 2, times = { 2.5 }, batch = "b", slow = true }   -- one round: no sign test passes on it
+    assert.are.equal("best by 10.0% over #7 (separated)", (spread.verdict(a, { a, b, slow })))
   end)
 end)
 

@@ -132,9 +132,13 @@ function M.decide(rows, rounds, cap)
 end
 
 -- The best line's words: "best by 1.8% over #12 (separated)" or "tied with #12, #30 within noise".
--- rows: the measured rows the best was chosen from (each with index).
+-- rows: the measured rows the best was chosen from (each with index). A slow row (stopped after
+-- its first rounds for being over twice the best's time per unit of work) is never a tie: its
+-- one round cannot pass the sign test, but the early exit already told it apart.
 function M.verdict(best, rows)
-  local ranked = M.rank(rows)
+  local kept = {}
+  for _, r in ipairs(rows) do if not r.slow then kept[#kept + 1] = r end end
+  local ranked = M.rank(kept)
   local ties = {}
   local runner
   for _, r in ipairs(ranked) do
