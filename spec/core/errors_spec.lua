@@ -11,6 +11,7 @@ local watchdog = require("cuasync.watchdog")
 local hang = require("cuasync.hang")
 local cancel = require("cuasync.cancel")
 local runner = require("cuasync.tools.sweep.measure")
+local H = require("helper")
 
 -- The error fn raises, and the line of this file it was called from (fn's own first line).
 local function caught(fn)
@@ -265,7 +266,8 @@ describe("cuasync.errors: the fields docs/reference.md gives each kind", functio
     got[#got + 1] = caught(function() cuasync.pipeline{ stages = 0, stage_bytes = 1024, producer = { warps = 1 }, consumer = { warps = 1 } } end)
     -- driver: the object native.check raises for a failed call (no driver here to fail one)
     got[#got + 1] = native.driver_error("cuMemcpyDtoH: CUDA_ERROR_ILLEGAL_ADDRESS (an illegal memory access) while downloading", 700)
-    assert.equal("CUresult 700", got[#got].code)   -- no driver here to name it CUDA_ERROR_ILLEGAL_ADDRESS
+    -- the driver names the code where there is one; without it, the number
+    assert.equal(H.gpu and "CUDA_ERROR_ILLEGAL_ADDRESS" or "CUresult 700", got[#got].code)
     -- hang: a record a plan's consumer wrote, and one of a bare bounded wait of a gone module
     local P = cuasync.pipeline{ name = "main", stages = 4, loads = { plan_map{ 64, 64 } }, producer = { warps = 1 }, consumer = { warps = 4 } }
     local r = ffi.new("cuasync_watchdog_record")

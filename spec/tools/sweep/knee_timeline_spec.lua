@@ -24,6 +24,7 @@ describe("sweep knee with timelines", function()
     assert.equal(3, K.series[1].timeline)
     assert.equal(0, K.series[1].timeline_off)
     assert.truthy(K:text():find("the timeline: consumers stop waiting on full at stages=3, 0 steps off", 1, true), K:text())
+    assert.truthy(K:text():find("\nthe timeline's knee within one step in 1 of 1 traced series", 1, true), K:text())
     -- still waiting at 3 (6%): the timeline says 4, one step past the measured knee
     K = traced({ 0.5, 0.8, 0.95, 0.96, 0.965 }, { 0.4, 0.2, 0.06, 0.02, 0.01 }):knee{ x = "stages" }
     assert.equal(4, K.series[1].timeline)

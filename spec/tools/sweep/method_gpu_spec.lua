@@ -1,7 +1,9 @@
 -- Issue 43 on the GPU: the rows carry the conditions they were measured in (NVML), their
 -- baseline's figure, spread and ceiling; rotate = n builds n input sets and verifies each; the
 -- warm-up runs before the first timed round. Every variant's output is checked on the host.
+local ffi = require("ffi")
 local cuasync = require("cuasync")
+local native = require("cuasync.native")
 local conditions = require("cuasync.conditions")
 local sweep = require("cuasync.tools.sweep")
 local H = require("helper")
@@ -76,6 +78,30 @@ print(S:text())
     local _, n = out:gsub("no clock, power, temperature or clock%-event reasons in the rows: NVML not available: ", "")
     assert.are.equal(1, n, out)
     assert.matches("2 points: 2 measured", out, 1, true)
+  end)
+
+  gpu_it("keeps the fields NVML reads where one call fails, and says once which and why", function()
+    local lib = H.tmpdir() .. "/fake-libnvidia-ml.so"
+    local built, rc = H.sh(("cc -shared -fPIC -std=c99 -o %s spec/support/fake_nvml.c"):format(lib))
+    assert.are.equal(0, rc, built)
+    local bus, err = ffi.new("char[64]"), ffi.new("char[256]")
+    local ordinal = cuasync.current_device().ordinal
+    assert.are.equal(0, native.C.cuasync_device_pci_bus_id(ordinal, bus, 64, err, 256), ffi.string(err))
+    local code = [[
+local cuasync = require("cuasync")
+local buf = cuasync.alloc(16777216)
+local S = cuasync.sweep{ name = "method_fake_nvml_" .. os.time(), rounds = 2, reps = 2, warmup_ms = 0, params = { k = { 1, 2 } },
+  build = function(p) return { run = function() buf:fill(p.k) end, bytes = 16777216 } end }
+S:run{ quiet = true, force = true }
+for _, r in ipairs(S.rows) do
+  assert(r.kind == "measured" and r.sm_mhz ~= nil and r.temp_c ~= nil and r.power_w == nil, r.kind)
+end
+print(S:text())
+]]
+    local ok, out = H.luajit(code, { CUASYNC_NVML_LIB = lib, FAKE_NVML_BUS = ffi.string(bus), FAKE_NVML_FAIL = "nvmlDeviceGetPowerUsage" })
+    assert.is_true(ok, out)
+    local _, n = out:gsub("NVML could not read power: nvmlDeviceGetPowerUsage: ", "")
+    assert.are.equal(1, n, out)
   end)
 
   gpu_it("rotate = 3 builds three input sets per point, verifies each and times them in turn", function()

@@ -60,6 +60,8 @@ local M = {
     { "--jobs N", "compile workers (default: one per core, at most 16)", type = "int", check = rule("jobs") },
     { "--shard I/N", "run every N-th point from the I-th (a job array covers a large space; --merge joins them)", type = shard },
     { "--quiet", "no progress lines" },
+    { "--trace WHICH", "best or all: the timeline of the winner or of every measured variant (a separate traced run of each)",
+      choices = { "best", "all" } },
     { "--auto-rounds", "rounds = \"auto\" for this run: more rounds for the leaders until the best is separated or max_rounds" },
     { "--warmup-ms N", "the warm-up before the first timed round of each batch, ms (default 300; 0: none)", type = "int" },
     { "--settle-ms N", "untimed runs before each variant's timed reps in each round, ms (default 200; 0: none)", type = "int" },
@@ -188,7 +190,7 @@ local function run(o, spec, script)
   end
   S:run{ gpus = o.gpus, jobs = o.jobs, shard = o.shard, force = o.force, quiet = o.quiet, strategy = o.strategy,
          budget = budget, seed = o.seed, replay = o.replay, slurm = slurm, on_stop = on_stop,
-         rounds = o.auto_rounds and "auto" or nil }
+         rounds = o.auto_rounds and "auto" or nil, trace = o.trace }
   return S
 end
 

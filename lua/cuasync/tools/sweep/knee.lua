@@ -109,7 +109,7 @@ function K:text()
         or (", plus %g stages (one landing, %g held) of every resident block"):format(1 + self.hold, self.hold)))
   end
   lines[1] = head
-  local hits, n = 0, 0
+  local hits, n, t_hits, t_n = 0, 0, 0, 0
   for _, s in ipairs(self.series) do
     local l = ("  %s: measured %s=%s%s, %s in flight per SM"):format(s.name, self.x, row.fmt_value(s.knee),
       s.reached and "" or " (still gaining at the last step)", kib(s.inflight))
@@ -127,10 +127,13 @@ function K:text()
     if s.timeline ~= nil then
       l = l .. ("; the timeline: consumers stop waiting on full at %s=%s, %d step%s off"):format(self.x,
         row.fmt_value(s.timeline), s.timeline_off, s.timeline_off == 1 and "" or "s")
+      t_n = t_n + 1
+      if s.timeline_off <= 1 then t_hits = t_hits + 1 end
     end
     lines[#lines + 1] = l
   end
   if self.need then lines[#lines + 1] = ("knee predicted within one step in %d of %d series"):format(hits, n) end
+  if t_n > 0 then lines[#lines + 1] = ("the timeline's knee within one step in %d of %d traced series"):format(t_hits, t_n) end
   return table.concat(lines, "\n")
 end
 
