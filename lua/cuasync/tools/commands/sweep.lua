@@ -60,7 +60,7 @@ local M = {
     { "--jobs N", "compile workers (default: one per core, at most 16)", type = "int", check = rule("jobs") },
     { "--shard I/N", "run every N-th point from the I-th (a job array covers a large space; --merge joins them)", type = shard },
     { "--quiet", "no progress lines" },
-    { "--trace WHICH", "best or all: the timeline of the winner or of every measured variant (a separate traced run of each)",
+    { "--timeline WHICH", "best or all: the timeline of the winner or of every measured variant (S:run{ trace }: a separate traced run)",
       choices = { "best", "all" } },
     { "--auto-rounds", "rounds = \"auto\" for this run: more rounds for the leaders until the best is separated or max_rounds" },
     { "--warmup-ms N", "the warm-up before the first timed round of each batch, ms (default 300; 0: none)", type = "int" },
@@ -190,7 +190,7 @@ local function run(o, spec, script)
   end
   S:run{ gpus = o.gpus, jobs = o.jobs, shard = o.shard, force = o.force, quiet = o.quiet, strategy = o.strategy,
          budget = budget, seed = o.seed, replay = o.replay, slurm = slurm, on_stop = on_stop,
-         rounds = o.auto_rounds and "auto" or nil, trace = o.trace }
+         rounds = o.auto_rounds and "auto" or nil, trace = o.timeline }
   return S
 end
 
