@@ -41,8 +41,8 @@ local function plan(p) return cuasync.pipeline{ name = "tma", stages = p.stages,
 local function program(p) return plan(p):program{ file = "pipeline_tma.cu", defines = { BOX_X = 64, BOX_Y = p.rows } } end
 local S = cuasync.sweep{ name = "pipeline_tma", params = { stages = o.stages, rows = o.rows, warps = o.warps, inflight = o.inflight },
   order = { "inflight", "rows", "warps", "stages" }, program = program, rounds = o.rounds, reps = o.reps,
-  -- a copy draws far less power than a GEMM: at 50 ms its rows' spread was 0.2% on the H200 (3 runs,
-  -- every row stable), so it keeps the default's 200 ms for power-bound work (docs/sweeps.md)
+  -- a copy draws far less power than a GEMM: settled 50 ms, its rows' spread was 0.2% on the H200
+  -- (3 runs, every row stable); the sweep's default of 200 ms is for power-bound work (docs/sweeps.md)
   settle_ms = 50,
   build = function(p)
     local P, c, dev = plan(p), buffers(), cuasync.current_device()

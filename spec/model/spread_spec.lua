@@ -87,6 +87,24 @@ describe("model.spread", function()
     assert.are.equal("the only measured row", (spread.verdict(a, { a })))
     local slow = { index = 2, times = { 2.5 }, batch = "b", slow = true }   -- one round: no sign test passes on it
     assert.are.equal("best by 10.0% over #7 (separated)", (spread.verdict(a, { a, b, slow })))
+    assert.are.equal("the only row not stopped as slow", (spread.verdict(a, { a, slow })))
+  end)
+
+  it("judges a winner measured again alone by the sweep's rounds, and pairs rounds by id", function()
+    -- alone, its baseline ran slow (1.1 ms): 1.10 of it; in the sweep's rounds it was a tie at 1.0
+    local base = { 1, 1, 1, 1, 1 }
+    local other = { index = 3, times = { 1.0, 0.99, 1.01, 1.0, 1.0 }, base_times = base, batch = "s" }
+    local best = { index = 5, times = { 1, 1, 1, 1, 1 }, base_times = { 1.1, 1.1, 1.1, 1.1, 1.1 }, batch = "alone",
+                   in_sweep = { times = { 1.0, 1.01, 0.99, 1.0, 1.0 }, base_times = base, batch = "s" } }
+    assert.are.equal("tied with #3 within noise", (spread.verdict(best, { best, other })))
+    best.in_sweep = nil   -- judged by its lone batch, it would look separated
+    assert.are.equal("best by 10.0% over #3 (separated)", (spread.verdict(best, { best, other })))
+    -- a row that ran rounds 1-5 and 8-9 (auto rounds) is paired with another's by round id
+    local a = { times = { 1, 1, 1, 1, 1, 1, 1 }, round_ids = { 1, 2, 3, 4, 5, 8, 9 }, batch = "x" }
+    local b = { times = { 2, 2, 2, 1.1, 1.1, 1.1, 1.1, 1.1, 1.1 }, round_ids = { 1, 2, 3, 4, 5, 6, 7, 8, 9 }, batch = "x" }
+    assert.is_true((spread.separated(a, b)))   -- 7 shared rounds, a ahead in all
+    local figs = spread.figures({ times = { 2, 4 }, work = 8 })
+    assert.are.same({ 4, 2 }, figs)          -- work per ms where there is no baseline
   end)
 end)
 

@@ -138,21 +138,27 @@ local function role()
   return "main"
 end
 
+-- search.run with this run's rounds (S:run{ rounds }), the sweep's own put back after it.
+local function searched(S, o)
+  local restore = method.override(WHERE .. ".run", S, type(o) == "table" and o.rounds or nil)
+  local ok, res = pcall(search.run, S, o)
+  restore()
+  if not ok then error(res, 0) end
+  return res
+end
+
 -- Run the sweep (search.lua): rows for every point, S.best, S.complete. Through Slurm with
--- o.slurm (slurm/); in a Slurm array task, its shard. A worker process serves its task first.
+-- o.slurm (slurm/); in a Slurm array task, its shard. A worker process serves its task first
+-- (with the main process's method: workers.lua).
 function Sweep:run(o)
   local what, task = role()
   if what == "worker" then return workers.serve(self, task, self.space) end
-  if what == "shard" then return slurm.serve(self, task, o, search.run) end
+  if what == "shard" then return slurm.serve(self, task, o, searched) end
   if type(o) == "table" and o.slurm ~= nil then
     options.run(WHERE .. ".run", self, o)
     return slurm.run(self, o, slurm.options(self, o.slurm))
   end
-  local restore = method.override(WHERE .. ".run", self, type(o) == "table" and o.rounds or nil)
-  local ok, res = pcall(search.run, self, o)
-  restore()
-  if not ok then error(res, 0) end
-  return res
+  return searched(self, o)
 end
 
 -- o.columns: more of the row's columns in the table, by name (S:print{ columns = { "sm_mhz", "power_w" } })

@@ -133,6 +133,38 @@ function M.verdict(ok, res, why)
   return ("verify returned %s: only true passes (return true, or false and the reason)"):format(util.describe(res))
 end
 
+-- One checked run of a build v (poison, run, the sweep's wait): true, or false with the row set
+-- (cancelled, hang, timeout, run) and, when the GPU cannot be trusted for later points, why they
+-- are not run. what: "" or "rotate: copy 2 of 3: ", said before the reason.
+local function run_once(S, r, v, label, what)
+  -- poison and run are the variant's own code; the wait after them is the sweep's (it polls)
+  local ok, err = stop.pcall(stop.label(S, r, "run()"), function()
+    if v.poison then v.poison() end
+    nvtx.push(label)
+    v.run()
+    nvtx.pop()
+  end)
+  if ok and not S.host then ok, err = pcall(streams.synchronize, { timeout_ms = S.timeout_ms }) end
+  if ok then return true end
+  if errors.kind(err) == "cancelled" then   -- over timeout_ms, or Ctrl-C: the GPU is free again
+    row.set(r, "cancelled", what .. M.message(err))
+    r.elapsed_ms = err.elapsed_ms
+    return false
+  end
+  if errors.kind(err) == "hang" then
+    row.set(r, "failed", what .. "hang: " .. tostring(err), "hang")
+    return false
+  end
+  local timeout = errors.kind(err) == "timeout"
+  row.set(r, "failed", what .. "run: " .. tostring(err), timeout and "timeout" or "run")
+  if timeout then
+    return false, ("the GPU is still busy with the hung variant #%d (no watchdog, so it could not be cancelled): not run"):format(r.index)
+  elseif errors.kind(err) == "driver" and err.sticky then
+    return false, ("the CUDA context was lost at variant #%d: not run"):format(r.index)
+  end
+  return false
+end
+
 -- rotate = n: build(p) called n - 1 more times, each copy run once and verified like the first;
 -- the timed run then takes the copies in turn, so that a rep reads inputs the n - 1 reps before
 -- it did not touch (L2-cold once n x the inputs exceed the L2). build must make its own inputs.
@@ -142,12 +174,17 @@ local function rotation(S, r, first)
     local what = ("rotate: copy %d of %d"):format(k, S.rotate)
     local ok, v = stop.pcall(stop.label(S, r, "build()"), S.build, r.params)
     local bad = not ok and M.message(v) or M.check_build(v)
-    if bad then return nil, row.set(r, "failed", what .. ": " .. bad, "build") end
-    local ok2, err = stop.pcall(stop.label(S, r, "run()"), function() if v.poison then v.poison() end v.run() end)
-    if ok2 and not S.host then ok2, err = pcall(streams.synchronize, { timeout_ms = S.timeout_ms }) end
-    if not ok2 then return nil, row.set(r, "failed", what .. ": run: " .. M.message(err), "run") end
+    if bad then
+      row.set(r, "failed", what .. ": " .. bad, "build")
+      return nil
+    end
+    local ran, blocked = run_once(S, r, v, S:label(r.params), what .. ": ")
+    if not ran then return nil, blocked end
     local wrong = v.verify and M.verdict(stop.pcall(stop.label(S, r, "verify()"), v.verify))
-    if wrong then return nil, row.set(r, "failed", "verification: " .. what .. ": " .. wrong, "verification") end
+    if wrong then
+      row.set(r, "failed", "verification: " .. what .. ": " .. wrong, "verification")
+      return nil
+    end
     runs[k] = v.run
   end
   local i, n = 0, #runs
@@ -166,9 +203,12 @@ local function rotate_baseline(S)
   end
   local runs = {}
   for k = 1, S.rotate do
-    local f = b.build()
-    if type(f) ~= "function" then
-      util.fail("sweep", ("baseline.build() must return a run function (call %d of rotate = %d got %s)"):format(k, S.rotate, util.describe(f)))
+    local ok, f = stop.pcall("baseline.build()", b.build)
+    local why = not ok and M.message(f) or type(f) ~= "function" and ("returned %s, not a run function"):format(util.describe(f))
+    if why then   -- the rows are still timed, beside the baseline on warm inputs, and the note says so
+      M.note(S, ("baseline.build() call %d of rotate = %d: %s: the baseline reads warm inputs"):format(k, S.rotate, why))
+      S.baseline_run = b.run
+      return
     end
     runs[k] = f
   end
@@ -193,33 +233,8 @@ local function try(S, r)
     return nil
   end
   local label = S:label(r.params)
-  -- poison and run are the variant's own code; the wait after them is the sweep's (it polls)
-  local ok2, err = stop.pcall(stop.label(S, r, "run()"), function()
-    if v.poison then v.poison() end
-    nvtx.push(label)
-    v.run()
-    nvtx.pop()
-  end)
-  if ok2 and not S.host then ok2, err = pcall(streams.synchronize, { timeout_ms = S.timeout_ms }) end
-  if not ok2 then
-    if errors.kind(err) == "cancelled" then   -- over timeout_ms, or Ctrl-C: the GPU is free again
-      row.set(r, "cancelled", M.message(err))
-      r.elapsed_ms = err.elapsed_ms
-      return nil
-    end
-    if errors.kind(err) == "hang" then
-      row.set(r, "failed", "hang: " .. tostring(err), "hang")
-      return nil
-    end
-    local timeout = errors.kind(err) == "timeout"
-    row.set(r, "failed", "run: " .. tostring(err), timeout and "timeout" or "run")
-    if timeout then
-      return nil, ("the GPU is still busy with the hung variant #%d (no watchdog, so it could not be cancelled): not run"):format(r.index)
-    elseif errors.kind(err) == "driver" and err.sticky then
-      return nil, ("the CUDA context was lost at variant #%d: not run"):format(r.index)
-    end
-    return nil
-  end
+  local ran, blocked = run_once(S, r, v, label, "")
+  if not ran then return nil, blocked end
   if v.verify then
     local wrong = M.verdict(stop.pcall(stop.label(S, r, "verify()"), v.verify))
     if wrong then
@@ -229,8 +244,9 @@ local function try(S, r)
     r.verified = true
   end
   if (S.rotate or 1) > 1 then
-    v = rotation(S, r, v)
-    if not v then return nil end
+    local blocked
+    v, blocked = rotation(S, r, v)
+    if not v then return nil, blocked end
   end
   if v.inflight then r.inflight = v.inflight end
   if v.stage_inflight then r.stage_inflight = v.stage_inflight end
@@ -265,14 +281,15 @@ end
 -- figure that owed something to its neighbours in the rounds does not stand. Keeps the sweep's
 -- figure in r.remeasured. Returns true and the new baseline row (if any), or false and why.
 function M.remeasure(S, r, gpu)
+  rotate_baseline(S)   -- in a multi-GPU run the main process has not measured before
   local copy = row.new(r.index, r.params)
   local v, why = try(S, copy)
   if not v then return false, why or copy.reason end
-  local first = r.ms
+  local first, in_sweep = r.ms, row.pick(r, "timed")
   local base = timing.time(S, { { run = v.run, row = copy, bytes = v.bytes, flops = v.flops, dtype = v.dtype } }, gpu, nil)
   if copy.kind ~= "measured" then return false, copy.reason end
   row.copy(r, copy, "timed")
-  r.remeasured = first
+  r.remeasured, r.in_sweep = first, r.in_sweep or in_sweep   -- the best line judges it by the sweep's rounds
   return true, base
 end
 

@@ -5,6 +5,7 @@
 -- sweep's definition, changed for one run by S:run{ rounds = ... }, and handed to the measure
 -- workers of a multi-GPU run (method_of / apply), so that every process measures alike.
 local util = require("cuasync.util")
+local spread = require("cuasync.model.spread")
 
 local M = { AUTO_START = 5, MAX_ROUNDS = 20, WARMUP_MS = 300, SETTLE_MS = 200,
             FIELDS = { "rounds", "auto_rounds", "max_rounds", "reps", "warmup_ms", "settle_ms", "spread_limit", "rotate" } }
@@ -33,7 +34,7 @@ function M.set(where, S, spec)
   if lim ~= nil and (type(lim) ~= "number" or not (lim > 0 and lim < 1)) then
     util.fail(where, ("spread_limit must be a fraction in (0, 1), e.g. 0.02 for 2%% (got %s)"):format(util.describe(lim)))
   end
-  S.spread_limit = lim or 0.02
+  S.spread_limit = lim or spread.LIMIT
   S.rotate = util.int_in(where, "rotate", spec.rotate or 1, 1, 64)
   if S.rotate > 1 and S.host then
     util.fail(where, ("rotate = %d rotates a GPU's inputs out of its L2; a host = true sweep has none"):format(S.rotate))

@@ -38,8 +38,9 @@ M.FIELDS = {
   { "base_times", "timed measure store", "the baseline's figure in each of the same rounds, ms", "times" },
   { "spread", "timed measure store column", "relative interquartile range of the per-round figures (ratios, else times)", "non-negative" },
   { "stable", "timed measure store column", "spread within the sweep's spread_limit (default 2%)", "boolean" },
-  { "batch", "timed measure", "which timed rounds it was in (rows of one batch compare round by round)", "string" },
-  { "work", "timed measure", "bytes or flops of one run (the unit of its cost)", "non-negative" },
+  { "round_ids", "timed measure store", "the id of each of its rounds in its batch (times[i] was round round_ids[i])", "ids" },
+  { "batch", "timed measure", "which timed rounds it was in, unique across processes (one batch compares round by round)", "string" },
+  { "work", "timed measure store", "bytes or flops of one run (the unit of its cost)", "non-negative" },
   { "sm_mhz", "timed measure store column", "NVML: the SM clock after its benches, median over its rounds, MHz", "non-negative" },
   { "mem_mhz", "timed measure store column", "NVML: the memory clock, median, MHz", "non-negative" },
   { "power_w", "timed measure store column", "NVML: the board's power draw, mean over its rounds, W", "non-negative" },
@@ -48,13 +49,14 @@ M.FIELDS = {
   { "ceiling", "timed measure store column", "the fraction of the peak at its SM clock (FLOP rows) or of the memory's spec (byte rows)", "non-negative" },
   { "ceiling_of", "timed measure store column", "what ceiling is a fraction of: \"peak at N MHz\" or \"memory spec\"", "string" },
   { "of_copy", "timed measure store column", "byte rows: the fraction of the measured cuMemcpyDtoD bandwidth (cuasync.probe.memory)", "non-negative" },
-  { "gpu", "measure store column", "the GPU ordinal that measured it", "count" },
+  { "gpu", "timed measure store column", "the GPU ordinal that measured it", "count" },
   { "compile_ms", "store column", "its compile, ms", "non-negative" },
   { "cache", "store column", "the compile cache: hit | miss", "cache" },
   { "cached", "column", "answered from the result store, not measured now", "boolean" },
   { "reason", "measure column run", "why it is not measured (or a note)", "string" },
   { "slow", "timed measure store column", "stopped early, over SLOW_FACTOR x the best: partial figures", "boolean" },
   { "remeasured", "store column", "the sweep's figure (ms) before the winner was measured alone", "positive" },
+  { "in_sweep", "store", "a re-measured row's timed fields in the sweep's rounds (the best line's verdict reads them)", "runs" },
   { "inflight", "measure store column", "bytes in flight per block (the knee)", "non-negative" },
   { "stage_inflight", "measure store column", "bytes of one stage per block (the knee)", "non-negative" },
   { "registers", "store column", "the most registers of its kernels (ptxas)", "count" },
@@ -187,6 +189,12 @@ local RULES = {
   cache = rule(function(v) return v == "hit" or v == "miss" end, 'NAME must be "hit" or "miss"'),
   step = rule(function(v) return IS_STEP[v] end, "NAME must be one of " .. table.concat(M.STEPS, ", ")),
   runs = rule(function(v) return type(v) == "table" end, "NAME must be a list of runs"),
+  ids = function(v, name)
+    if type(v) ~= "table" then return (".%s is %s: %s must be a list of round ids"):format(name, describe(v), name) end
+    for i, t in ipairs(v) do
+      if not (util.is_integer(t) and t >= 1) then return (".%s[%d] is %s: a round id is an integer >= 1"):format(name, i, describe(t)) end
+    end
+  end,
   times = function(v, name)
     local text = ("%s must be a list of finite numbers > 0"):format(name)
     if type(v) ~= "table" or #v == 0 then return (".%s is %s: %s"):format(name, describe(v), text) end

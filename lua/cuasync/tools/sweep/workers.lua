@@ -61,7 +61,7 @@ function M.serve(S, task, space)
   -- watched kernel, as the main process does) instead of dying with its share half done; the
   -- rule of a second one inside a variant's code, or a third, is the main process's (stop.lua)
   stop.begin()
-  S.result = S.result or { rows = {} }   -- a worker's notes stay its own
+  S.result = S.result or { rows = {} }   -- a measure worker sends its notes back with its rows
   if task.mode == "pool" then
     local function say(line)   -- one short line per write: atomic in a FIFO
       fs.append(task.fifo, line .. "\n")
@@ -77,7 +77,7 @@ function M.serve(S, task, space)
     method.apply(S, task.method)   -- the main process's rounds, warm-up, spread bar, rotate
     for k, i in ipairs(task.indices) do rows[k] = row.new(i, space:point(i)) end
     local base = runner.measure(S, rows, function() tell("measured") end, task.gpu, task.best_cost)
-    write_file(task.out, json.encode({ rows = rows, baseline = base }))
+    write_file(task.out, json.encode({ rows = rows, baseline = base, notes = S.result.notes }))
   end
   os.exit(0)
 end
@@ -226,6 +226,9 @@ function M.measure(S, rows, gpus, step, best_cost)
       end
     end
     base = base or doc.baseline
+    for _, n in ipairs(type(doc.notes) == "table" and doc.notes or {}) do   -- NVML, the ceiling, rotate: each said once
+      if type(n) == "string" then runner.note(S, ("GPU %d: %s"):format(shares[w].gpu, n)) end
+    end
     for _, i in ipairs(shares[w].indices) do
       if not got[i] then
         row.set(by[i], "failed", ("the worker on GPU %d ended (exit %s) before measuring it: %s"):format(shares[w].gpu, tostring(res.code), res.log), "worker")

@@ -7,6 +7,8 @@
 -- it says so in a note and takes the candidates as strategy random does; in one where no point
 -- it evaluated got a figure (each failed), it says so when it ends.
 local OFFLINE = "strategy local cannot search: nothing is measured in this run (%s), so no point has a figure to climb from; it took the candidates in an order drawn from the seed instead, as strategy random does"
+local random = require("cuasync.tools.sweep.strategies.random")
+
 local NONE = "strategy local could not search: none of the %d points it evaluated got a figure (each failed, or was not measured), so it took them one at a time in an order drawn from the seed"
 
 return function(ctx)
@@ -14,7 +16,7 @@ return function(ctx)
     if ctx.note then
       ctx.note(OFFLINE:format(ctx.why or "launches skipped"))
     end
-    return require("cuasync.tools.sweep.strategies.random")(ctx)
+    return random(ctx)
   end
   local space, rng = ctx.space, ctx.rng
   local valid = {}
