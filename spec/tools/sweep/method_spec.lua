@@ -3,6 +3,7 @@
 -- verdict, the table's columns, and the comparison of repeated runs (tools/sweep/repeat.lua).
 local sweep = require("cuasync.tools.sweep")
 local compare = require("cuasync.tools.sweep.repeat")
+local json = require("cuasync.tools.json")
 local H = require("helper")
 
 local now = require("cuasync").now_ns
@@ -114,6 +115,40 @@ describe("sweep method: rows", function()
     for _, r in ipairs(S.rows) do assert.are.equal(5, #r.times) end
     assert.matches("best by %d+%.%d%% over #2 %(separated%)", S:text())
     assert.are.equal(3, S.rounds)   -- the run's rounds, not the sweep's
+  end)
+end)
+
+describe("sweep method across processes", function()
+  it("a Slurm shard runs S:run's rounds, and batch ids differ between processes", function()
+    local dir = H.tmpdir()
+    H.write(dir .. "/s.lua", [[
+local cuasync = require("cuasync")
+local n = cuasync.now_ns
+local function spin(ms) local t = n() while tonumber(n() - t) < ms * 1e6 do end end
+local S = cuasync.sweep{ name = "method_shards", host = true, rounds = 3, reps = 2, params = { k = { 1, 2, 3, 4 } },
+  build = function(p) return { run = function() spin(0.2 + 0.05 * p.k) end, verify = function() return true end } end,
+  baseline = { name = "spin", run = function() spin(0.2) end } }
+S:run{ quiet = true, force = true, rounds = 7 }
+]])
+    local docs = {}
+    for i = 1, 2 do
+      local out, rc = H.sh(("LUA_PATH='lua/?.lua;lua/?/init.lua;;' LUA_CPATH='build/?.so;;' CUASYNC_CACHE_DIR=%s " ..
+        "CUASYNC_SWEEP_SHARD=%d/2 CUASYNC_SWEEP_SHARD_JSON=%s/s%d.json luajit %s/s.lua"):format(dir, i, dir, i, dir))
+      assert.are.equal(0, rc, out)
+      docs[i] = json.decode_file(("%s/s%d.json"):format(dir, i))
+    end
+    local batches = {}
+    for i, doc in ipairs(docs) do
+      for _, r in ipairs(doc.rows) do
+        if r.kind == "measured" then
+          assert.are.equal(7, #r.times)          -- the run's rounds, not the sweep's 3
+          assert.are.equal(7, #r.base_times)
+          batches[r.batch] = batches[r.batch] or i
+          assert.are.equal(i, batches[r.batch])  -- no batch id of one process in the other
+        end
+      end
+    end
+    assert.is_not_nil(next(batches))
   end)
 end)
 
