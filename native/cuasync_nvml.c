@@ -57,6 +57,12 @@ static cuasync_load_state state;
 
 /* -- Loading ------------------------------------------------------------------------------------ */
 
+static const char *error_string(nvmlReturn_t r)
+{
+    const char *text = nvml.nvmlErrorString(r);
+    return text ? text : "no description";
+}
+
 static int nvml_open(void)
 {
     const char *override = getenv("CUASYNC_NVML_LIB");
@@ -88,9 +94,7 @@ static int nvml_open(void)
     r = nvml.nvmlInit_v2();
     CUASYNC_TRACE("nvmlInit_v2(): %d", r);
     if (r != 0) {
-        const char *text = nvml.nvmlErrorString(r);
-        snprintf(state.message, sizeof state.message, "NVML not available: nvmlInit_v2: %s (%d)",
-                 text ? text : "no description", r);
+        snprintf(state.message, sizeof state.message, "NVML not available: nvmlInit_v2: %s (%d)", error_string(r), r);
         return CUASYNC_E_NONVML;
     }
     return CUASYNC_OK;
@@ -113,12 +117,6 @@ typedef char field_names_fit[sizeof ((cuasync_conditions *)0)->status / sizeof (
 const char *cuasync_nvml_field_name(int i)
 {
     return i >= 0 && i < CUASYNC_COND_FIELDS ? field_names[i] : NULL;
-}
-
-static const char *error_string(nvmlReturn_t r)
-{
-    const char *text = nvml.nvmlErrorString(r);
-    return text ? text : "no description";
 }
 
 /* Record field f's outcome: its have-bit where r is 0; else its status and why ("call: NVML's

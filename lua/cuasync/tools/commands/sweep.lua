@@ -158,15 +158,10 @@ local function run(o, spec, script)
   local bad = o.plot and require("cuasync.tools.report.plot").check(S, o.plot, { x = o.x, series = o.series })
   if bad and bad.field == "path" then cli.usage_error(M, ("--plot %s: %s"):format(o.plot, bad.message)) end
   if bad then cli.usage_error(M, ("--%s %s %s"):format(bad.field, bad.value, bad.rule)) end
-  if o.columns then   -- a misspelt column is said before the sweep runs, not after
-    local known = {}
-    for _, c in ipairs(row.fields("column")) do known[c] = true end
-    for _, c in ipairs(o.columns) do
-      if not known[c] then
-        cli.usage_error(M, ("--columns %s: %s is not a column (columns: %s)"):format(table.concat(o.columns, ","), c,
-          table.concat(row.fields("column"), ", ")))
-      end
-    end
+  local bad, c = row.unknown_column(o.columns or {})   -- a misspelt column is said before the sweep runs
+  if bad then
+    cli.usage_error(M, ("--columns %s: %s is not a column (columns: %s)"):format(table.concat(o.columns, ","), c,
+      table.concat(row.fields("column"), ", ")))
   end
   local budget = (o.budget_points or o.budget_seconds) and { points = o.budget_points, seconds = o.budget_seconds } or nil
   local slurm = o.slurm and { shards = o.shards, partition = o.partition, time = o.time, gpus_per_task = o.gpus_per_task,

@@ -22,13 +22,10 @@ end
 -- The extra columns asked for (o.columns: names of the row schema's columns), checked.
 local function extra_columns(o)
   local cols = o and o.columns or {}
-  local known = {}
-  for _, c in ipairs(row_schema.fields("column")) do known[c] = true end
-  for i, c in ipairs(cols) do
-    if not known[c] then
-      error(("cuasync.sweep.print: columns[%d] is %q, not a column (columns: %s)"):format(i, tostring(c),
-        table.concat(row_schema.fields("column"), ", ")), 3)
-    end
+  local i, c = row_schema.unknown_column(cols)
+  if i then
+    error(("cuasync.sweep.print: columns[%d] is %q, not a column (columns: %s)"):format(i, tostring(c),
+      table.concat(row_schema.fields("column"), ", ")), 3)
   end
   return cols
 end

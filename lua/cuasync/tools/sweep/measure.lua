@@ -133,6 +133,12 @@ function M.verdict(ok, res, why)
   return ("verify returned %s: only true passes (return true, or false and the reason)"):format(util.describe(res))
 end
 
+-- A run that takes runs[1], runs[2], ... in turn, call after call (rotate = n).
+local function in_turn(runs)
+  local i, n = 0, #runs
+  return function() i = i % n + 1 return runs[i]() end
+end
+
 -- One checked run of a build v (poison, run, the sweep's wait): true, or false with the row set
 -- (cancelled, hang, timeout, run) and, when the GPU cannot be trusted for later points, why they
 -- are not run. what: "" or "rotate: copy 2 of 3: ", said before the reason.
@@ -187,8 +193,7 @@ local function rotation(S, r, first)
     end
     runs[k] = v.run
   end
-  local i, n = 0, #runs
-  return setmetatable({ run = function() i = i % n + 1 return runs[i]() end }, { __index = first })
+  return setmetatable({ run = in_turn(runs) }, { __index = first })
 end
 
 -- The baseline's run under rotate = n: baseline.build() called n times (each a run function on
@@ -212,8 +217,7 @@ local function rotate_baseline(S)
     end
     runs[k] = f
   end
-  local i, n = 0, #runs
-  S.baseline_run = function() i = i % n + 1 return runs[i]() end
+  S.baseline_run = in_turn(runs)
 end
 
 -- Build one point and run it once, verified. Returns the build, or nil (the row says why) and,

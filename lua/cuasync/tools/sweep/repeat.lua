@@ -39,7 +39,7 @@ function M.compare(docs)
     if best and best.times then verdict, separated = spread.verdict(best, measured) end
     out.runs[i] = { best = best and row.params_text(order, best.params), figure = best and row.figure(best),
                     verdict = verdict, separated = separated, measured = #measured, stable = stable,
-                    median_spread = #spreads > 0 and spread.quantile((function() table.sort(spreads) return spreads end)(), 0.5) or nil }
+                    median_spread = #spreads > 0 and select(2, spread.quartiles(spreads)) or nil }
   end
   for _, v in ipairs(list) do
     local lo, hi, sum = math.huge, -math.huge, 0

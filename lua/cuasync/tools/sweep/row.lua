@@ -87,6 +87,16 @@ function M.fields(tag)
   return t
 end
 
+-- The first name of cols that is not a column of the schema: its index and the name; nil when all
+-- are (the text report's columns option and the command's --columns read it).
+function M.unknown_column(cols)
+  for i, c in ipairs(cols) do
+    local found = false
+    for _, k in ipairs(by_tag.column) do found = found or k == c end
+    if not found then return i, c end
+  end
+end
+
 -- A new table with r's fields of a tag.
 function M.pick(r, tag)
   local t = {}
