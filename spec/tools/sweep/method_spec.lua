@@ -4,6 +4,7 @@
 local sweep = require("cuasync.tools.sweep")
 local compare = require("cuasync.tools.sweep.repeat")
 local json = require("cuasync.tools.json")
+local isolate = require("cuasync.tools.isolate")
 local H = require("helper")
 
 local now = require("cuasync").now_ns
@@ -132,8 +133,11 @@ S:run{ quiet = true, force = true, rounds = 7 }
 ]])
     local docs = {}
     for i = 1, 2 do
-      local out, rc = H.sh(("LUA_PATH='lua/?.lua;lua/?/init.lua;;' LUA_CPATH='build/?.so;;' CUASYNC_CACHE_DIR=%s " ..
-        "CUASYNC_SWEEP_SHARD=%d/2 CUASYNC_SWEEP_SHARD_JSON=%s/s%d.json luajit %s/s.lua"):format(dir, i, dir, i, dir))
+      -- the child finds its modules where this process did (dkjson included: on the GPU machine it
+      -- comes from the carried Lua stack, not the system's path)
+      local out, rc = H.sh(("LUA_PATH=%s LUA_CPATH=%s CUASYNC_CACHE_DIR=%s CUASYNC_SWEEP_SHARD=%d/2 " ..
+        "CUASYNC_SWEEP_SHARD_JSON=%s/s%d.json luajit %s/s.lua"):format(isolate.shell_quote(package.path),
+        isolate.shell_quote(package.cpath), dir, i, dir, i, dir))
       assert.are.equal(0, rc, out)
       docs[i] = json.decode_file(("%s/s%d.json"):format(dir, i))
     end
