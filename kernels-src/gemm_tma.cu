@@ -92,10 +92,17 @@ static_assert(Plan::cluster_size == CLUSTER && Plan::load_slices[Plan::a] == SLI
               "the plan's cluster is CLUSTER along x, A multicast when MULTICAST");
 static_assert(!EPILOGUE || Plan::scratch_bytes >= CONSUMERS * 64 * CHUNK_COLS * 4, "the TMA epilogue needs its scratch");
 // Registers: every thread starts with what __launch_bounds__(block, 1) gives (65536 / block,
-// down to a multiple of 8); the producer warpgroup drops to 40, and the consumers may take only
+// down to a multiple of 8); the producer warpgroup drops to PRODUCER_REGS, and the consumers may take only
 // what it released (setmaxnreg.inc waits for free registers in the block: asking for more hangs).
 constexpr int BASE_REGS = (65536 / Plan::block) / 8 * 8 > 248 ? 248 : (65536 / Plan::block) / 8 * 8;
-constexpr int RAISED = BASE_REGS + (128 * (BASE_REGS - 40)) / (128 * CONSUMERS);
+// A traced build gives the producer more: at 40 its trace records spill (ptxas -v), and the
+// spilling producer made traced blocks 3% slower (examples/bench_trace.lua); cluster 2's needs 80.
+#ifdef CUASYNC_TRACE
+#define PRODUCER_REGS (CLUSTER > 1 ? 80 : 56)
+#else
+#define PRODUCER_REGS 40
+#endif
+constexpr int RAISED = BASE_REGS + (128 * (BASE_REGS - PRODUCER_REGS)) / (128 * CONSUMERS);
 constexpr int CONSUMER_REGS = (RAISED > 232 ? 232 : RAISED) / 8 * 8;
 
 __device__ __forceinline__ void mma(float (&d)[BN / 2], unsigned long long a, unsigned long long b, bool accumulate)
@@ -146,7 +153,7 @@ extern "C" __global__ void __launch_bounds__(Plan::block, 1) gemm_tma(const __gr
 #endif
     const unsigned group = threadIdx.x / 128u;
     if (group == 0) {
-        wg::setmaxnreg_dec<40>();
+        wg::setmaxnreg_dec<PRODUCER_REGS>();
         if (!pipe.is_producer_thread()) return;
         auto st = pipe.producer_start();
         for (unsigned t = first; t < tl.count; t += step) {
