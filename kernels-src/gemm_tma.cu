@@ -205,6 +205,7 @@ extern "C" __global__ void __launch_bounds__(Plan::block, 1) gemm_tma(const __gr
             for (unsigned kk = 0; kk < BK / 16; ++kk)
                 mma(acc, wg::desc_advance(a, 32u * kk), wg::desc_advance(b, 32u * kk), k > 0 || kk > 0);
             wg::commit_group();
+            pipe.trace_store();   // a traced build stores its timeline records while the MMAs run
             // one group in flight: the previous stage's MMAs are done, its buffers may be refilled
             wg::wait_group<1>();
             if (k > 0) release(pipe, prev);

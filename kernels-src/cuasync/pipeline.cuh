@@ -37,7 +37,9 @@ struct pipeline_stages {
 
     unsigned char *base;   // the dynamic shared memory, rounded up to Config::align
 #ifdef CUASYNC_TRACE
-    trace::event *trace_rings[2];   // this warp's producer and consumer rings (CUASYNC_TRACE_OFF: not traced)
+    unsigned long long trace_rings[2];      // this warp's producer and consumer rings, global addresses (0: not traced)
+    bool trace_one;                          // whether this thread stores its warp's records (lane 0)
+    mutable trace::detail::held held_[2];   // each role's records not yet stored (trace.cuh: held)
 #endif
 
     // Carve from dynamic shared memory (the plan's smem_bytes include the rounding slack).
@@ -48,10 +50,33 @@ struct pipeline_stages {
         const unsigned aligned = (addr + Config::align - 1u) & ~(Config::align - 1u);
         base = cuasync_pipeline_smem_ + (aligned - addr);
 #ifdef CUASYNC_TRACE
-        trace_rings[0] = trace::detail::ring_of(1u);
-        trace_rings[1] = trace::detail::ring_of(2u);
+        for (unsigned r = 0; r < 2u; ++r) {
+            trace::event *e = trace::detail::ring_of(r + 1u);
+            trace_rings[r] = e == CUASYNC_TRACE_OFF ? 0ull : (unsigned long long)__cvta_generic_to_global(e);
+            held_[r].sp[0] = held_[r].sp[1] = 0u;
+            held_[r].it[0] = held_[r].it[1] = 0u;
+        }
+        unsigned lane;
+        asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
+        trace_one = lane == 0u;   // a role's threads reach its records converged: lane 0 is there
 #endif
     }
+#ifdef CUASYNC_TRACE
+    // What each role still holds is stored when the pipeline ends (a producer's last issue).
+    __device__ ~pipeline_stages() { trace_store(); }
+#endif
+
+    // Store the timeline records this thread holds: where it has slack (after issuing its MMAs,
+    // before waiting for them); otherwise they wait for its next wait. Nothing without trace.
+#ifdef CUASYNC_TRACE
+    __device__ __forceinline__ void trace_store() const
+    {
+        store_held(1u);
+        store_held(2u);
+    }
+#else
+    __device__ __forceinline__ void trace_store() const {}
+#endif
 
     __device__ mbarrier_t *full(int s) const { return reinterpret_cast<mbarrier_t *>(base + Config::full_offset) + s; }
     __device__ mbarrier_t *empty(int s) const { return reinterpret_cast<mbarrier_t *>(base + Config::empty_offset) + s; }
@@ -72,13 +97,45 @@ struct pipeline_stages {
     }
 
 #ifdef CUASYNC_TRACE
-    // The timeline's record of a pipeline event on bar at st (role 1 producer, 2 consumer).
-    __device__ void traced(unsigned kind, mbarrier_t *bar, const state &st, unsigned role) const
+    // What role r holds, as events in its ring (an untraced block: nothing), without a branch
+    // around the stores; then nothing is held. A wait's barrier is full for consumers and empty
+    // for the producer, an issue's full, a release's empty. Every 64th iteration's wait adds a
+    // clock pair to ring 0.
+    __device__ __forceinline__ void store_held(unsigned role) const
     {
-        trace::event *e = trace_rings[role - 1u];
-        if (e != CUASYNC_TRACE_OFF) trace::detail::at_ring(e, kind, smem_addr(bar), smem_addr(base), st.phase, role, st.iteration, trace::cycles(), 0u);
+        trace::detail::held &h = held_[role - 1u];
+        const unsigned long long rg = trace_rings[role - 1u];
+        const unsigned long long d = h.t_end - h.t[0];
+        const unsigned off0 = (role == 2u ? Config::full_offset : Config::empty_offset) + 8u * (h.sp[0] & 0xFFFFu);
+        const unsigned off1 = (role == 2u ? Config::empty_offset : Config::full_offset) + 8u * (h.sp[1] & 0xFFFFu);
+        trace::detail::store_held_event(rg, trace_one, h, 0u, d > 0xFFFFFFFEull ? 0xFFFFFFFEu : (unsigned)d,
+                                        trace::detail::pipe_where(trace::wait, off0, (h.sp[0] >> 16) & 1u, role));
+        trace::detail::store_held_event(rg, trace_one, h, 1u, 0u,
+                                        trace::detail::pipe_where(role == 2u ? trace::release : trace::issue, off1,
+                                                                  (h.sp[1] >> 16) & 1u, role));
+        if (rg != 0ull && (h.sp[0] >> 31) != 0u && (h.it[0] & 63u) == 0u)
+            trace::detail::put(0u, trace::detail::where(trace::sync, 0u, 0u, 0u, role), h.it[0]);
+        h.sp[0] = h.sp[1] = 0u;
     }
-    __device__ trace::event *trace_ring(unsigned role) const { return trace_rings[role - 1u]; }
+    // The timeline's record of a pipeline's issue or release at st (role 1 producer, 2
+    // consumer): stamped now, held (one still held from before is stored first).
+    __device__ __forceinline__ void traced(const state &st, unsigned role) const
+    {
+        trace::detail::held &h = held_[role - 1u];
+        if ((h.sp[1] >> 31) != 0u) store_held(role);   // two in a row (a tile's last release): keep the first
+        h.t[1] = trace::cycles(); h.it[1] = st.iteration; h.sp[1] = (unsigned)st.index | (st.phase << 16) | (1u << 31);
+    }
+    // A role's wait at st: what the role still holds is stored first (the thread is about to
+    // spin), then the wait is timed and held.
+    template <class Wait>
+    __device__ __forceinline__ void timed(unsigned role, const state &st, Wait wait) const
+    {
+        trace::detail::held &h = held_[role - 1u];
+        store_held(role);
+        h.t[0] = trace::cycles();
+        wait();
+        h.t_end = trace::cycles(); h.it[0] = st.iteration; h.sp[0] = (unsigned)st.index | (st.phase << 16) | (1u << 31);
+    }
 #endif
 };
 
@@ -105,7 +162,7 @@ struct pipeline_tx_bytes : pipeline_stages<Config> {
         watchdog::site s{ smem_addr(bar), st.phase, smem_addr(this->base), (unsigned)st.index, role, st.iteration,
                                received, armed };
 #ifdef CUASYNC_TRACE
-        s.trace_ring = this->trace_ring(role);
+        s.trace_ring = CUASYNC_TRACE_OFF;   // the pipeline times its own waits (timed)
 #endif
         return s;
     }
@@ -120,7 +177,7 @@ struct pipeline_tx_bytes : pipeline_stages<Config> {
     {
         mbarrier::arrive_expect_tx(this->full(st.index), bytes);
 #ifdef CUASYNC_TRACE
-        this->traced(trace::issue, this->full(st.index), st, 1u);   // the copies follow at once
+        this->traced(st, 1u);   // the copies follow at once
 #endif
 #ifdef CUASYNC_WATCHDOG
         pipeline<Config>::progress()[Config::progress_armed] = st.iteration + 1u;
@@ -131,7 +188,12 @@ struct pipeline_tx_bytes : pipeline_stages<Config> {
     // Consumer threads: wait until the stage at st holds data (its tx bytes landed).
     __device__ void consumer_wait(const state &st) const
     {
+#ifdef CUASYNC_TRACE
+        this->timed(2u, st,
+                    [&] { mbarrier::wait_parity(this->full(st.index), st.phase, site(this->full(st.index), st, 2u)); });
+#else
         mbarrier::wait_parity(this->full(st.index), st.phase, site(this->full(st.index), st, 2u));
+#endif
     }
 
     // A cp.async plan's (pipeline_cp_async.cuh): here the copies complete full themselves.
@@ -231,7 +293,12 @@ public:
     // producer_commit (cp.async), after the stage's copies are issued.
     __device__ void producer_acquire(const state &st) const
     {
+#ifdef CUASYNC_TRACE
+        this->timed(1u, st,
+                    [&] { mbarrier::wait_parity(this->empty(st.index), st.phase, this->site(this->empty(st.index), st, 1u)); });
+#else
         mbarrier::wait_parity(this->empty(st.index), st.phase, this->site(this->empty(st.index), st, 1u));
+#endif
     }
 
 #if __CUDA_ARCH__ >= 900
@@ -275,7 +342,7 @@ public:
     __device__ void consumer_release(const state &st, Arrive arrive) const
     {
 #ifdef CUASYNC_TRACE
-        this->traced(trace::release, this->empty(st.index), st, 2u);
+        this->traced(st, 2u);
 #endif
         unsigned k = 0;   // which peer this thread arrives on
         if (Config::release == 1) {

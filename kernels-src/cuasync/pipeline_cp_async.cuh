@@ -43,7 +43,7 @@ struct pipeline_cp_async_copies : pipeline_stages<Config> {
         watchdog::site s{ smem_addr(bar), st.phase, smem_addr(this->base), (unsigned)st.index, role, st.iteration,
                                received, 0u };
 #ifdef CUASYNC_TRACE
-        s.trace_ring = this->trace_ring(role);
+        s.trace_ring = CUASYNC_TRACE_OFF;   // the pipeline times its own waits (timed)
 #endif
         return s;
     }
@@ -145,7 +145,7 @@ struct pipeline_cp_async_mbarrier : pipeline_cp_async_copies<Config> {
     __device__ void producer_commit(const state &st)
     {
 #ifdef CUASYNC_TRACE
-        this->traced(trace::issue, this->full(st.index), st, 1u);
+        this->traced(st, 1u);
 #endif
 #ifdef CUASYNC_WATCHDOG
         this->count_commit(st);
@@ -156,7 +156,12 @@ struct pipeline_cp_async_mbarrier : pipeline_cp_async_copies<Config> {
     // Consumer threads: wait until the stage at st holds data (every producer thread's arrival).
     __device__ void consumer_wait(const state &st) const
     {
+#ifdef CUASYNC_TRACE
+        this->timed(2u, st,
+                    [&] { mbarrier::wait_parity(this->full(st.index), st.phase, this->site(this->full(st.index), st, 2u)); });
+#else
         mbarrier::wait_parity(this->full(st.index), st.phase, this->site(this->full(st.index), st, 2u));
+#endif
     }
 };
 
@@ -174,7 +179,7 @@ struct pipeline_cp_async_group : pipeline_cp_async_copies<Config> {
     __device__ void producer_commit(const state &st)
     {
 #ifdef CUASYNC_TRACE
-        this->traced(trace::issue, this->full(st.index), st, 1u);
+        this->traced(st, 1u);
 #endif
         cp_async::commit_group();
         committed = st.iteration + 1u;
@@ -190,7 +195,12 @@ struct pipeline_cp_async_group : pipeline_cp_async_copies<Config> {
         this->count_commit(st);
 #endif
         mbarrier::arrive(this->full(st.index));
+#ifdef CUASYNC_TRACE
+        this->timed(2u, st,
+                    [&] { mbarrier::wait_parity(this->full(st.index), st.phase, this->site(this->full(st.index), st, 2u)); });
+#else
         mbarrier::wait_parity(this->full(st.index), st.phase, this->site(this->full(st.index), st, 2u));
+#endif
     }
 
 private:

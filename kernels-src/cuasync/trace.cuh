@@ -10,9 +10,11 @@
 //   a slot is one warp of one traced block, with three rings of cap events: 0 the warp's own
 //   (plain waits, marks, ranges: placed by a counter), 1 its producer's and 2 its consumer's
 //   pipeline events, placed by the iteration (event 2 it is the wait, 2 it + 1 the issue or the
-//   release): no atomic on a pipeline's path, which is what keeps a traced block nearly as fast
-//   as the others (a per-event atomicAdd made a 1 GiB copy 2.4x slower). Each event carries the
-//   launch's epoch, so a ring needs no clearing: an event of another launch is not read.
+//   release): no atomic on a pipeline's path (a per-event atomicAdd made a 1 GiB copy 2.4x
+//   slower). A pipeline's events are held in registers and stored, by lane 0 of the warp,
+//   where the thread has slack (held, below): a role's calls must be reached by lane 0 of each
+//   of its warps, as every plan kernel does. Each event carries the launch's epoch, so a ring
+//   needs no clearing: an event of another launch is not read.
 // Time: a pipeline's events are stamped with %clock64 (the SM's cycles: cheap), ring 0's with
 // %globaltimer (ns, the same on every SM) and %clock64 both; every 64th iteration a role adds a
 // sync to ring 0, and the host maps a slot's cycles to ns between its pairs.
@@ -125,8 +127,7 @@ __device__ __forceinline__ event *ring(unsigned r, slot **sl, header **hp)
 #define CUASYNC_TRACE_OFF (reinterpret_cast<cuasync::trace::event *>(1))
 
 // This warp's ring r (1 producer, 2 consumer) in a traced block, or CUASYNC_TRACE_OFF: found
-// once, when a pipeline is made, and carried in its sites, so that an untraced block pays one
-// test per event and a traced one no address arithmetic.
+// once, when a pipeline is made.
 __device__ __forceinline__ event *ring_of(unsigned r)
 {
     unsigned char *buf = cuasync_trace.buf;
@@ -196,18 +197,42 @@ __device__ __forceinline__ void at(unsigned k, unsigned bar, unsigned base, unsi
     if (w && (it & 63u) == 0u) put(0u, where(sync, 0u, 0u, 0u, role), it);
 }
 
-// mov.u32 r, %laneid;                                                  // PTX ISA 1.3, sm_10
-// A pipeline role's event into its ring e (ring_of), by the warp's lowest active lane.
-__device__ __forceinline__ void at_ring(event *e, unsigned k, unsigned bar, unsigned base, unsigned parity, unsigned role,
-                                        unsigned it, unsigned long long t, unsigned dur)
+// A pipeline role's records, held in registers from the moment they happen until the thread
+// has slack: its last wait ([0], from t[0] to t_end) and its last issue or release ([1], at
+// t[1]); sp: the stage's index, its phase << 16, and bit 31 when held. Taken with a clock read
+// and a few moves, without a branch, in every block (an untraced one never stores them): a
+// test and branch at each event, the record's arithmetic and its stores sat between an MMA
+// group's wait and the next group's issue and starved a traced GEMM block's tensor cores
+// (Nsight Compute, docs/timeline.md). pipeline.cuh's store_held makes the events of them.
+struct held {
+    unsigned long long t[2], t_end;
+    unsigned it[2], sp[2];
+};
+
+// A pipeline event's where (trace.cuh's layout): off, the barrier's offset in the stage ring.
+__device__ __forceinline__ unsigned pipe_where(unsigned k, unsigned off, unsigned parity, unsigned role)
 {
-    unsigned lane;
-    asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
-    if ((unsigned)(__ffs(__activemask()) - 1) != lane) return;
-    const bool w = k == (unsigned)wait;
-    store(e + (2u * it + (w ? 0u : 1u)) % (unsigned)(CUASYNC_TRACE_EVENTS), t, dur,
-          where(k, bar, base, parity, role) | (1u << 30), it, cuasync_trace.epoch, 0ull);
-    if (w && (it & 63u) == 0u) put(0u, where(sync, 0u, 0u, 0u, role), it);
+    return (off & 0x3FFFFu) | (1u << 18) | ((parity & 1u) << 19) | ((k & 15u) << 24) | ((role & 3u) << 28) | (1u << 30);
+}
+
+// @p st.global.v2.u64 [e], {..};                                     // PTX ISA 2.0, sm_20
+// An event's two 16-byte stores, predicated (no branch): e a global address.
+__device__ __forceinline__ void store_if(bool p, unsigned long long e, unsigned long long t, unsigned dur, unsigned a,
+                                         unsigned b, unsigned epoch)
+{
+    asm volatile("{\n\t.reg .pred q;\n\tsetp.ne.u32 q, %0, 0;\n\t"
+                 "@q st.global.v2.u64 [%1], {%2, %3};\n\t@q st.global.v2.u64 [%1+16], {%4, %5};\n\t}"
+                 :: "r"((unsigned)p), "l"(e), "l"(t), "l"((unsigned long long)dur | ((unsigned long long)a << 32)),
+                    "l"((unsigned long long)b | ((unsigned long long)epoch << 32)), "l"(0ull));
+}
+
+// Event i of a held pair into ring rg (its global address; 0: an untraced block, nothing
+// stored) by the thread `one` says: event 2 it + i of the ring.
+__device__ __forceinline__ void store_held_event(unsigned long long rg, bool one, const held &h, unsigned i, unsigned dur,
+                                                 unsigned a)
+{
+    const unsigned long long e = rg + (unsigned long long)((2u * h.it[i] + i) % (unsigned)(CUASYNC_TRACE_EVENTS)) * sizeof(event);
+    store_if(one && rg != 0ull && (h.sp[i] >> 31) != 0u, e, h.t[i], dur, a, h.it[i], cuasync_trace.epoch);
 }
 
 // An instant of a pipeline (issue, release) or of a barrier.

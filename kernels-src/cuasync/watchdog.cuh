@@ -30,8 +30,8 @@ struct site {
                           // full barrier was sent) (0: none); the pipeline's Config places it
     unsigned armed;       // shared address of the count of stages the producer armed (0: none)
 #ifdef CUASYNC_TRACE
-    trace::event *trace_ring;   // a plan pipeline's wait: its role's ring, CUASYNC_TRACE_OFF (an
-                                // untraced block); nullptr: not looked up (the ring is found per event)
+    trace::event *trace_ring;   // CUASYNC_TRACE_OFF: not recorded here (a plan pipeline times its
+                                // own waits: pipeline.cuh's timed); nullptr: recorded here when traced
 #endif
 };
 
@@ -217,20 +217,13 @@ __device__ __forceinline__ void spin_core(Done done, const site &s)
 
 // Spin until done() holds. done() is one non-blocking test (it may suspend briefly, as
 // mbarrier.try_wait does, or sleep, as the sm_80 waits do). `s` says what is waited for; with
-// CUASYNC_TRACE a sited wait (a barrier's, or a pipeline role's) is recorded: its start and length.
+// CUASYNC_TRACE a sited wait (a barrier's, a hand-written ring's) is recorded: its start and
+// length (a plan pipeline's waits are timed by the pipeline: pipeline.cuh's timed).
 template <typename Done>
 __device__ __forceinline__ void spin_until(Done done, const site &s)
 {
 #ifdef CUASYNC_TRACE
     if (s.trace_ring == CUASYNC_TRACE_OFF) { spin_core(done, s); return; }
-    if (s.trace_ring != nullptr) {   // a plan pipeline's wait in a traced block
-        const unsigned long long t0 = trace::cycles();
-        spin_core(done, s);
-        const unsigned long long d = trace::cycles() - t0;
-        trace::detail::at_ring(s.trace_ring, trace::wait, s.bar, s.base, s.parity, s.role, s.iteration, t0,
-                       d > 0xFFFFFFFEull ? 0xFFFFFFFEu : (unsigned)d);   // all ones: never ended (left)
-        return;
-    }
     if ((s.bar != 0u || s.role != 0u) && trace::detail::recording()) {   // a plain barrier's, a hand-written ring's
         const unsigned long long t0 = trace::cycles();
         spin_core(done, s);
