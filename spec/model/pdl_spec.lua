@@ -103,6 +103,14 @@ describe("model.pdl", function()
     assert.same({ "vprintf" }, r.external)
   end)
 
+  it("reads a function's name past its attributes and return parameters", function()
+    local ptx = HEAD .. ".weak .func .attribute(.unified(0x1, 0x2)) (.param .b32 func_retval0) _Z1uv()\n{\n" .. WAIT .. "\n}\n"
+                .. entry("k", call("_Z1uv", true))
+    local r = pdl.check(ptx, "k")
+    assert.is_true(r.wait)
+    assert.same({ wait = { "_Z1uv" }, launch_dependents = {} }, r.found_in)
+  end)
+
   it("reads the prototype, the initializer and the header directives as no function", function()
     local P = pdl.parse(HEAD .. entry("k", WAIT))
     assert.same({ "k" }, P.order)

@@ -56,13 +56,33 @@ local function closing(s, open)
   end
 end
 
+-- The name after a function's keyword at `at` in h, over what may stand before it: a return
+-- parameter list and attributes (.func .attribute(.unified(...)) (.param .b32 r) name).
+local function name_after(h, at)
+  while true do
+    at = h:find("%S", at)
+    if not at then return nil end
+    local c = h:sub(at, at)
+    if c == "(" then
+      at = select(2, h:find("^%b()", at)); if not at then return nil end
+      at = at + 1
+    elseif c == "." then
+      local _, e = h:find("^%.[%w_]+", at)
+      if not e then return nil end
+      at = e + 1
+    else
+      return h:match("^" .. NAME, at)
+    end
+  end
+end
+
 -- The function a top-level statement's header declares: kind ("entry" | "func") and name, or nil.
 local function declared(header)
   local h = " " .. header
-  if h:find("%s%.entry%s") then return "entry", h:match("%.entry%s+(" .. NAME .. ")") end
-  if h:find("%s%.func[%s(]") then
-    return "func", h:match("%.func%s*%b()%s*(" .. NAME .. ")") or h:match("%.func%s+(" .. NAME .. ")")
-  end
+  local _, e = h:find("%s%.entry%s")
+  if e then return "entry", name_after(h, e) end
+  _, e = h:find("%s%.func[%s(]")
+  if e then return "func", name_after(h, e) end
 end
 
 -- M.parse(ptx) -> { entries = { [name] = body }, funcs = { [name] = body }, order = { entry names } }:
