@@ -16,6 +16,7 @@ local capture = require("cuasync.capture")
 local handle = require("cuasync.handle")
 local util = require("cuasync.util")
 local watchdog = require("cuasync.watchdog")
+local pdl = require("cuasync.pdl")
 require("cuasync.cdef.graph")
 require("cuasync.cdef.event")
 
@@ -245,6 +246,7 @@ function Graph:dot(path)
     f:close()
   end
   native.check(C.cuasync_graph_dot(self.h.graph, path, errbuf, ERRLEN))
+  pdl.annotate_dot(path, self.keep)   -- the PDL check of its programmatic kernel nodes (pdl.lua)
   return path
 end
 

@@ -26,6 +26,7 @@ local signature = require("cuasync.signature")
 local tensormap = require("cuasync.tensormap")
 local swizzle = require("cuasync.model.swizzle")
 local graph = require("cuasync.graph")
+local pdl = require("cuasync.pdl")
 local trace = require("cuasync.trace")
 local timeline = require("cuasync.model.timeline")
 
@@ -55,6 +56,7 @@ local M = {
   stream = streams.stream,
   event = streams.event,
   graph = graph.new,
+  pdl = { check = pdl.check },
   tensormap = tensormap.new,
   pipeline = pipeline.new,
   swizzle = swizzle,
@@ -76,6 +78,7 @@ local M = {
 -- the façade's functions by name, so that a missing driver names the call (util.entry_name)
 for k, v in pairs(M) do if type(v) == "function" and not util.public[v] then util.public[v] = k end end
 for k, v in pairs(M.model) do if type(v) == "function" then util.public[v] = "model." .. k end end
+util.public[pdl.check] = "pdl.check"
 
 -- Names loaded on first use: name -> { module, field (nil: the module itself) }.
 local LAZY = {

@@ -11,16 +11,15 @@ local handle = require("cuasync.handle")
 local capture = require("cuasync.capture")
 local watchdog = require("cuasync.watchdog")
 local trace = require("cuasync.trace")
+local pdl = require("cuasync.pdl")
 local cstate = capture.state   -- .active: cuasync.graph's open capture (a launch there is a node)
 require("cuasync.cdef.types")
 require("cuasync.cdef.module")
 require("cuasync.cdef.launch")
 
 local C, errbuf, ERRLEN = native.C, native.errbuf, native.ERRLEN
-
 local M, Kernel = {}, {}
 Kernel.__index = Kernel
-
 local MAX_PARAMS = 512
 
 local function describe_sizes(n, sizes)
@@ -89,8 +88,7 @@ end
 function Kernel:attributes()
   local out = {}
   for k, v in pairs(self.attrs) do out[k] = v end
-  local rc = self.attrs.required_cluster
-  out.required_cluster = { rc[1], rc[2], rc[3] }
+  out.required_cluster = { unpack(self.attrs.required_cluster, 1, 3) }
   return out
 end
 
@@ -166,6 +164,7 @@ function Kernel:prepare(cfg, ...)
   local nstate = native.state
   if self.generation ~= nstate.generation then stale(self) end
   local conf = launch.new(self, cfg)
+  local skey, dep = pdl.prepared(self, conf.c), conf.c.programmatic   -- a dependent that never waits: refused
   apply(self, conf.needs)
   conf:preflight()
   local lc, c = conf.lc, conf.c
@@ -200,10 +199,11 @@ function Kernel:prepare(cfg, ...)
     if nstate.generation ~= gen then stale(me) end
     if before then before(lc.hStream) end
     -- inside cuasync.graph's function the launch becomes a node (only on the capturing stream)
-    if cstate.active then capture.kernel(name, lc.hStream, keep, watch)
+    if cstate.active then capture.kernel(name, lc.hStream, keep, watch); pdl.node(cstate.active, me, dep)
     elseif watch and (watch.last ~= name or watch.where) then watchdog.launched(watch, name) end
     local rc = launch_c(fn, lc, params, name, errbuf, ERRLEN)
     if rc ~= 0 then native.check(rc) end
+    pdl.launched(skey, me, dep)   -- its stream's last kernel (the note on a primary that never triggers)
     if after then after(lc.hStream) end
     return keep
   end

@@ -239,6 +239,21 @@ function M.known_fields(where, t, allowed, what)
   end
 end
 
+-- -- Notes --------------------------------------------------------------------------------------
+-- What a user should know that is no error (a programmatic launch that gains no overlap, a check
+-- that could not run): said once per process on stderr, as a deprecation is, and kept in order
+-- in M.notes for a script or a spec to read. Returns true the first time a text is said.
+M.notes = {}
+local said = {}
+
+function M.note(text)
+  if said[text] then return false end
+  said[text] = true
+  M.notes[#M.notes + 1] = text
+  io.stderr:write("cuasync: note: ", text, "\n")
+  return true
+end
+
 -- -- Deprecated names ---------------------------------------------------------------------------
 -- A public name is never removed or renamed in one step (DESIGN.md): the old name stays, for at
 -- least one release, as an alias that says once per process, on stderr, what replaces it, and
