@@ -36,7 +36,7 @@ end
 local function needs(where, what, version)
   local have = device.driver_version()
   if have < version then
-    util.fail(where, ("%s need%s a CUDA %d.%d driver or newer (this one is %d.%d)"):format(what, what:match("s$") and "" or "s",
+    util.fail(where, ("%s need a CUDA %d.%d driver or newer (this one is %d.%d)"):format(what,
       math.floor(version / 1000), math.floor(version % 1000 / 10), math.floor(have / 1000), math.floor(have % 1000 / 10)))
   end
 end
