@@ -117,8 +117,9 @@ function GraphNode:set(...)
     util.fail("graph.node.set", ("%s has no arguments to set (a conditional node's body changes with G:update(fn))"):format(
       held.node_name(self.info)))
   end
+  -- the new arguments were checked live just now: held from here on, a close bumps the epoch, so
+  -- the next launch need not walk the whole graph
   info.refs = held.refs(info)
-  G.epoch = -1   -- the new resources are checked at the next launch, once
   return self
 end
 
