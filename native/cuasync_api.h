@@ -86,7 +86,25 @@
     X(cuGraphNodeGetType, 10000, CUresult, (CUgraphNode node, int *type)) \
     X(cuGraphGetEdges, 12030, CUresult, (CUgraph graph, CUgraphNode *from, CUgraphNode *to, \
         CUgraphEdgeData *edges, size_t *count)) \
-    X(cuGraphDebugDotPrint, 11030, CUresult, (CUgraph graph, const char *path, unsigned int flags))
+    X(cuGraphDebugDotPrint, 11030, CUresult, (CUgraph graph, const char *path, unsigned int flags)) \
+    X(cuCtxGetCurrent, 4000, CUresult, (CUcontext *ctx)) \
+    X(cuStreamGetCaptureInfo, 12030, CUresult, (CUstream s, int *status, unsigned long long *id, CUgraph *graph, \
+        const CUgraphNode **deps, const CUgraphEdgeData **edges, size_t *count)) \
+    X(cuStreamUpdateCaptureDependencies, 12030, CUresult, (CUstream s, CUgraphNode *deps, \
+        const CUgraphEdgeData *edges, size_t count, unsigned int flags)) \
+    X(cuStreamBeginCaptureToGraph, 12030, CUresult, (CUstream s, CUgraph graph, const CUgraphNode *deps, \
+        const CUgraphEdgeData *edges, size_t count, int mode)) \
+    X(cuGraphConditionalHandleCreate, 12030, CUresult, (unsigned long long *handle, CUgraph graph, CUcontext ctx, \
+        unsigned int default_value, unsigned int flags)) \
+    X(cuGraphAddNode, 12030, CUresult, (CUgraphNode *node, CUgraph graph, const CUgraphNode *deps, \
+        const CUgraphEdgeData *edges, size_t count, CUgraphNodeParams *params)) \
+    X(cuGraphExecKernelNodeSetParams, 12000, CUresult, (CUgraphExec exec, CUgraphNode node, \
+        const CUDA_KERNEL_NODE_PARAMS *params)) \
+    X(cuGraphExecMemsetNodeSetParams, 10020, CUresult, (CUgraphExec exec, CUgraphNode node, \
+        const CUDA_MEMSET_NODE_PARAMS *params, CUcontext ctx)) \
+    X(cuGraphExecMemcpyNodeSetParams, 10020, CUresult, (CUgraphExec exec, CUgraphNode node, \
+        const CUDA_MEMCPY3D *params, CUcontext ctx)) \
+    X(cuGraphNodeSetEnabled, 11060, CUresult, (CUgraphExec exec, CUgraphNode node, unsigned int enabled))
 
 /* NVRTC has no proc-address call: the loader resolves these with dlsym from the library it opened. */
 typedef struct _nvrtcProgram *nvrtcProgram;

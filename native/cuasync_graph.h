@@ -32,4 +32,33 @@ int cuasync_graph_edges(CUgraph graph, int *total, int *programmatic, char *err,
 /* cuGraphDebugDotPrint, verbose. */
 int cuasync_graph_dot(CUgraph graph, const char *path, char *err, size_t errlen);
 
+/* -- Nodes of a capture, edited in place -- */
+/* The capturing graph, and the node the last call on stream added (NULL when the capture's
+ * dependency set is not one node). Needs a CUDA 12.3 driver. */
+int cuasync_graph_capture_tail(CUstream stream, CUgraph *graph, CUgraphNode *node, char *err, size_t errlen);
+int cuasync_graph_node_kind(CUgraphNode node, int *kind, char *err, size_t errlen);
+/* New arguments (and the grid, block and shared memory of cfg) for a kernel node of exec. */
+int cuasync_graph_exec_kernel(CUgraphExec exec, CUgraphNode node, CUfunction fn, const CUlaunchConfig *cfg,
+                              void **params, const char *name, char *err, size_t errlen);
+/* A byte fill of bytes at dst. */
+int cuasync_graph_exec_memset(CUgraphExec exec, CUgraphNode node, CUdeviceptr dst, unsigned value, size_t bytes,
+                              char *err, size_t errlen);
+/* A 1-D copy of bytes; an address is a host pointer where its *_host flag is set. */
+int cuasync_graph_exec_memcpy(CUgraphExec exec, CUgraphNode node, unsigned long long dst, int dst_host,
+                              unsigned long long src, int src_host, size_t bytes, char *err, size_t errlen);
+int cuasync_graph_exec_enable(CUgraphExec exec, CUgraphNode node, int enabled, char *err, size_t errlen);
+
+/* -- Conditional nodes (CUDA 12.3) -- */
+/* A condition handle of the graph stream is capturing into (*graph), set to default_value at
+ * each launch of the graph when assign_default. */
+int cuasync_graph_condition(CUstream stream, unsigned default_value, int assign_default, unsigned long long *handle,
+                            CUgraph *graph, char *err, size_t errlen);
+/* Add a conditional node on handle (type 0 if, 1 while; bodies 1, or 2 for if/else) after what
+ * stream has captured so far, and continue the capture after it. body[0..bodies-1]: the driver's
+ * body graphs (owned by the node). */
+int cuasync_graph_conditional(CUstream stream, unsigned long long handle, int type, int bodies, CUgraph *body,
+                              CUgraphNode *node, char *err, size_t errlen);
+/* Capture stream's work into body (cuStreamBeginCaptureToGraph, thread-local); end it with cuasync_graph_end. */
+int cuasync_graph_begin_body(CUstream stream, CUgraph body, char *err, size_t errlen);
+
 #endif

@@ -66,6 +66,67 @@ typedef struct CUgraphEdgeData_st {
     unsigned char reserved[5];
 } CUgraphEdgeData;
 
+#ifdef CUASYNC_INTERNAL
+/* Driver-only structs of graph nodes: libcuasync fills them, Lua never sees them
+ * (spec/house/abi_spec.lua checks them against cuda.h, built with CUASYNC_INTERNAL). */
+typedef struct CUDA_KERNEL_NODE_PARAMS_v2_st {
+    CUfunction func;
+    unsigned int gridDimX, gridDimY, gridDimZ;
+    unsigned int blockDimX, blockDimY, blockDimZ;
+    unsigned int sharedMemBytes;
+    void **kernelParams;
+    void **extra;
+    void *kern;                       /* CUkernel: unused (func is set) */
+    CUcontext ctx;
+} CUDA_KERNEL_NODE_PARAMS;
+
+typedef struct CUDA_MEMSET_NODE_PARAMS_st {
+    CUdeviceptr dst;
+    size_t pitch;
+    unsigned int value;
+    unsigned int elementSize;
+    size_t width;
+    size_t height;
+} CUDA_MEMSET_NODE_PARAMS;
+
+typedef struct CUDA_MEMCPY3D_st {
+    size_t srcXInBytes, srcY, srcZ, srcLOD;
+    int srcMemoryType;                /* CUmemorytype: 1 host, 2 device */
+    const void *srcHost;
+    CUdeviceptr srcDevice;
+    void *srcArray;
+    void *reserved0;
+    size_t srcPitch, srcHeight;
+    size_t dstXInBytes, dstY, dstZ, dstLOD;
+    int dstMemoryType;
+    void *dstHost;
+    CUdeviceptr dstDevice;
+    void *dstArray;
+    void *reserved1;
+    size_t dstPitch, dstHeight;
+    size_t WidthInBytes, Height, Depth;
+} CUDA_MEMCPY3D;
+
+typedef struct CUDA_CONDITIONAL_NODE_PARAMS {
+    unsigned long long handle;        /* CUgraphConditionalHandle */
+    int type;                         /* CUgraphConditionalNodeType: 0 if, 1 while */
+    unsigned int size;
+    CUgraph *phGraph_out;             /* the driver's array of body graphs */
+    CUcontext ctx;
+} CUDA_CONDITIONAL_NODE_PARAMS;
+
+/* 256 bytes: cuasync only fills the conditional member; the rest must be zero. */
+typedef struct CUgraphNodeParams_st {
+    int type;                         /* CUgraphNodeType: 13 conditional */
+    int reserved0[3];
+    union {
+        long long reserved1[29];
+        CUDA_CONDITIONAL_NODE_PARAMS conditional;
+    } u;
+    long long reserved2;
+} CUgraphNodeParams;
+#endif
+
 enum { CUASYNC_CUDA_ERROR_NOT_READY = 600 };
 enum {
     CUASYNC_CU_LAUNCH_ATTRIBUTE_COOPERATIVE = 2,

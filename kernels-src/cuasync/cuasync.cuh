@@ -13,3 +13,4 @@
 #include <cuasync/cluster.cuh>
 #include <cuasync/warpgroup.cuh>
 #include <cuasync/pdl.cuh>
+#include <cuasync/graph.cuh>

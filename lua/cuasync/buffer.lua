@@ -70,14 +70,14 @@ end
 -- it) or a cuasync.stream(). Inside cuasync.graph's function it must be the capturing stream
 -- (the operation becomes the graph's next node); host memory the graph will read or write at
 -- each replay must be a host buffer, which the graph keeps alive.
-local function on_stream(where, stream, host, keep)
+local function on_stream(where, stream, host, keep, info)
   local h = streams.handle(stream)
   if capture.state.active then
     if host ~= nil and not ffi.istype(host_buffer_t, host) then
       util.fail(where, ("cannot run inside cuasync.graph's function with %s host memory: a graph replays the copy from the same address every launch, so the host side must be a cuasync.host_alloc buffer (the graph keeps it alive)"):format(
         type(host) == "string" and "a string as" or "cdata as"))
     end
-    capture.enqueue(where, where == "buffer.fill" and "the fill" or "the copy", h, keep)
+    capture.enqueue(where, where == "buffer.fill" and "the fill" or "the copy", h, keep, false, info)
   end
   return h
 end
@@ -96,8 +96,10 @@ function Buffer:upload(src, bytes, offset, stream)
     end
     offset = range("buffer.upload", self, bytes, offset)
     -- queued on the stream: ordered with kernels and later copies, no host wait
-    local h = on_stream("buffer.upload", stream, nil, { self, src })
+    local h = on_stream("buffer.upload", stream, nil, { self, src },
+      { kind = "memcpy", dst = self, dst_offset = offset, src = src, src_offset = 0, bytes = bytes })
     native.check(C.cuasync_mem_dtod(self.ptr + offset, src.ptr, bytes, h, errbuf, ERRLEN))
+    capture.added()
     return self
   end
   local p, n = host_view("buffer.upload", src, bytes)
@@ -105,8 +107,10 @@ function Buffer:upload(src, bytes, offset, stream)
   if stream == nil and not capture.state.active then
     native.check(C.cuasync_mem_htod(self.ptr + offset, p, n, errbuf, ERRLEN))
   else
-    local h = on_stream("buffer.upload", stream, src, { self, src })
+    local h = on_stream("buffer.upload", stream, src, { self, src },
+      { kind = "memcpy", dst = self, dst_offset = offset, src = src, src_offset = 0, bytes = n })
     native.check(C.cuasync_mem_htod_async(self.ptr + offset, p, n, h, errbuf, ERRLEN))
+    capture.added()
   end
   return self
 end
@@ -157,8 +161,10 @@ function Buffer:download_to(dst, bytes, offset, stream)
   if stream == nil and not capture.state.active then
     watchdog.check(C.cuasync_mem_dtoh(p, self.ptr + offset, n, errbuf, ERRLEN))
   else
-    local h = on_stream("buffer.download_to", stream, dst, { self, dst })
+    local h = on_stream("buffer.download_to", stream, dst, { self, dst },
+      { kind = "memcpy", dst = dst, dst_offset = 0, src = self, src_offset = offset, bytes = n })
     native.check(C.cuasync_mem_dtoh_async(p, self.ptr + offset, n, h, errbuf, ERRLEN))
+    capture.added()
   end
   return dst
 end
@@ -174,8 +180,10 @@ function Buffer:fill(byte, bytes, offset, stream)
   if stream == nil and not capture.state.active then
     native.check(C.cuasync_mem_set8(self.ptr + offset, byte, bytes, errbuf, ERRLEN))
   else
-    local h = on_stream("buffer.fill", stream, nil, self)
+    local h = on_stream("buffer.fill", stream, nil, self,
+      { kind = "memset", dst = self, dst_offset = offset, value = byte, bytes = bytes })
     native.check(C.cuasync_mem_set8_async(self.ptr + offset, byte, bytes, h, errbuf, ERRLEN))
+    capture.added()
   end
   return self
 end

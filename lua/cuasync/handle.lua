@@ -46,6 +46,7 @@ function M.define(ctype, o)
   local function close(h)
     if not live(h) then return end
     local token = kill(h)
+    capture.changed(h)   -- a graph that keeps h checks itself at its next launch
     -- while cuasync.graph captures, a free (a close, or the GC's) would break the capture: it
     -- waits until the capture has ended
     if capture.defer(free, token) then return end

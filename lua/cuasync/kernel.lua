@@ -12,6 +12,7 @@ local capture = require("cuasync.capture")
 local watchdog = require("cuasync.watchdog")
 local trace = require("cuasync.trace")
 local pdl = require("cuasync.pdl")
+local runner = require("cuasync.runner")
 local cstate = capture.state   -- .active: cuasync.graph's open capture (a launch there is a node)
 require("cuasync.cdef.types")
 require("cuasync.cdef.module")
@@ -124,36 +125,6 @@ local function with_needs(k, needs, f)
   return r
 end
 
--- A function of exactly n arguments, generated so that LuaJIT compiles it straight: each
--- argument goes through its setter into its slot, then launch().
-local function runner(n, setters, launch, not_packed, wrong_count, state)
-  if n == 0 then
-    return function(...)
-      if select("#", ...) ~= 0 then wrong_count(select("#", ...)) end
-      return launch()
-    end
-  end
-  local names, sets, args = {}, {}, {}
-  for i = 1, n do
-    names[i], args[i], sets[i] = "s" .. i, "a" .. i, ("s%d(a%d)"):format(i, i)
-  end
-  local src = ([[
-local launch, not_packed, wrong_count, state, %s = ...
-return function(...)
-  local n = select("#", ...)
-  if n == 0 then
-    if not state.packed then not_packed() end
-    return launch()
-  end
-  if n ~= %d then wrong_count(n) end
-  local %s = ...
-  %s
-  state.packed = true
-  return launch()
-end]]):format(table.concat(names, ", "), n, table.concat(args, ", "), table.concat(sets, " "))
-  return assert(loadstring(src, "=cuasync.prepared"))(launch, not_packed, wrong_count, state, unpack(setters))
-end
-
 -- k:prepare(cfg[, ...]) -> run: run(...) packs and launches; run() relaunches with the last arguments.
 local function stale(k)
   util.fail("launch", ("kernel '%s' belongs to the CUDA context that cuasync.reset() ended: get it again with mod:kernel(\"%s\", ...)"):format(
@@ -195,14 +166,20 @@ function Kernel:prepare(cfg, ...)
   -- a traced module (trace/init.lua): its buffer reset before, and the launch noted after
   local before, after
   if self.module.trace then before, after = trace.prepare(self, c) end
+  -- state.args: the arguments last given inside a capture (or to prepare), which a graph node keeps
+  local state = { packed = false }
   local function go()
     if nstate.generation ~= gen then stale(me) end
     if before then before(lc.hStream) end
     -- inside cuasync.graph's function the launch becomes a node (only on the capturing stream)
-    if cstate.active then capture.kernel(name, lc.hStream, keep, watch); pdl.node(cstate.active, me, dep)
+    local captured = cstate.active
+    if captured then
+      capture.kernel(name, lc.hStream, keep, watch, { kind = "kernel", kernel = me, c = c, lc = lc, args = state.args })
+      pdl.node(captured, me, dep)
     elseif watch and (watch.last ~= name or watch.where) then watchdog.launched(watch, name) end
     local rc = launch_c(fn, lc, params, name, errbuf, ERRLEN)
     if rc ~= 0 then native.check(rc) end
+    if captured then capture.added() end
     pdl.launched(skey, me, dep)   -- its stream's last kernel (the note on a primary that never triggers)
     if after then after(lc.hStream) end
     return keep
@@ -216,11 +193,11 @@ function Kernel:prepare(cfg, ...)
     util.fail("launch", ("kernel '%s' takes %d argument%s (%s), got %d"):format(
       name, n, n == 1 and "" or "s", sig, got))
   end
-  local state = { packed = false }
-  local run = runner(n, setters, go, not_packed, wrong_count, state)
+  local run = runner.make(n, setters, go, not_packed, wrong_count, state, cstate)
   if select("#", ...) > 0 then
     -- pack now, so that run() launches with these arguments
-    runner(n, setters, function() end, not_packed, wrong_count, state)(...)
+    runner.make(n, setters, function() end, not_packed, wrong_count, state, cstate)(...)
+    state.args = { ... }
   end
   return run, c
 end

@@ -97,7 +97,7 @@ function Module:log() return self.entry.log or "" end   -- "" for a compile that
 function Module:resources() return compiler.resources(self.entry, self.arch) end
 
 function Module:close()
-  for v in pairs(self.views) do v.ptr = 0 end
+  for v in pairs(self.views) do v:close() end   -- forgets the address (a view frees nothing)
   if self.handle then self.handle:close() end
 end
 

@@ -1,9 +1,10 @@
--- Kernel parameter signatures ("ptr, u32, f32, tensormap, bytes[24]") and the converters that
--- write one Lua value into one parameter slot.
+-- Kernel parameter signatures ("ptr, u32, f32, tensormap, cond, bytes[24]") and the converters
+-- that write one Lua value into one parameter slot.
 local ffi = require("ffi")
 local util = require("cuasync.util")
 require("cuasync.cdef.types")
 local buffer = require("cuasync.buffer")
+local capture = require("cuasync.capture")
 
 local M = {}
 
@@ -16,8 +17,9 @@ local TYPES = {
   f32 = { size = 4, ctype = "float" },
   f64 = { size = 8, ctype = "double" },
   tensormap = { size = 128, ctype = "CUtensorMap" },
+  cond = { size = 8, ctype = "uint64_t" },   -- a graph's condition handle (cuasync::graph::condition)
 }
-M.TYPE_NAMES = "ptr, i32, u32, i64, u64, f32, f64, tensormap, bytes[N]"
+M.TYPE_NAMES = "ptr, i32, u32, i64, u64, f32, f64, tensormap, cond, bytes[N]"
 -- The driver's limit on the bytes of all parameters of one kernel (Volta and later, CUDA 12.1+).
 M.MAX_PARAM_BYTES = 32764
 
@@ -70,70 +72,92 @@ local buffer_t = buffer.buffer_t
 local i64_t, u64_t = ffi.typeof("int64_t"), ffi.typeof("uint64_t")
 local tensormap_t = ffi.typeof("CUtensorMap")
 
-local function arg_fail(i, kind, msg)
-  util.fail("launch", ("argument %d (%s) %s"):format(i, kind, msg))
+-- An argument's refusal: at = { where = the public call ("launch", "graph.node.set"), prefix =
+-- what the message starts with (the node, for an edit) }.
+local LAUNCH = { where = "launch", prefix = "" }
+local function arg_fail(at, i, kind, msg)
+  util.fail(at.where, ("%sargument %d (%s) %s"):format(at.prefix, i, kind, msg))
 end
 
-local function integer(i, kind, v, lo, hi)
+local function integer(at, i, kind, v, lo, hi)
   if type(v) == "number" then
     if v ~= math.floor(v) or v < lo or v > hi then
-      arg_fail(i, kind, ("must be an integer in %s..%s (got %s)"):format(
+      arg_fail(at, i, kind, ("must be an integer in %s..%s (got %s)"):format(
         ("%.0f"):format(lo), ("%.0f"):format(hi), util.describe(v)))
     end
     return v
   end
-  arg_fail(i, kind, ("must be a number (got %s)"):format(type(v)))
+  arg_fail(at, i, kind, ("must be a number (got %s)"):format(type(v)))
 end
 
-local function int64(i, kind, v, unsigned)
+local function int64(at, i, kind, v, unsigned)
   if type(v) == "cdata" and (ffi.istype(i64_t, v) or ffi.istype(u64_t, v)) then
-    if unsigned and ffi.istype(i64_t, v) and v < 0 then arg_fail(i, kind, "must not be negative") end
+    if unsigned and ffi.istype(i64_t, v) and v < 0 then arg_fail(at, i, kind, "must not be negative") end
     return v
   end
-  return integer(i, kind, v, unsigned and 0 or -2 ^ 53, 2 ^ 53)
+  return integer(at, i, kind, v, unsigned and 0 or -2 ^ 53, 2 ^ 53)
 end
 
-local function pointer(i, v)
+local function pointer(at, i, v)
   local t = type(v)
   if t == "cdata" then
     if ffi.istype(buffer_t, v) then
-      if v.ptr == 0 then arg_fail(i, "ptr", "is a closed buffer") end
+      if v.ptr == 0 then arg_fail(at, i, "ptr", "is a closed buffer") end
       return v.ptr
     end
     if ffi.istype(u64_t, v) or ffi.istype(i64_t, v) then return v end
     local what = tostring(ffi.typeof(v))
     if not what:match("%*>$") then
-      arg_fail(i, "ptr", ("must be device memory: a buffer, a device pointer or an address (got %s)"):format(what))
+      arg_fail(at, i, "ptr", ("must be device memory: a buffer, a device pointer or an address (got %s)"):format(what))
     end
     local ok, p = pcall(ffi.cast, u64_t, v)
     if ok then return p end
-    arg_fail(i, "ptr", ("cannot be taken from %s"):format(tostring(ffi.typeof(v))))
+    arg_fail(at, i, "ptr", ("cannot be taken from %s"):format(tostring(ffi.typeof(v))))
   elseif t == "number" then
-    return integer(i, "ptr", v, 0, 2 ^ 53)
+    return integer(at, i, "ptr", v, 0, 2 ^ 53)
   end
-  arg_fail(i, "ptr", ("must be a buffer, a device pointer or an address (got %s)"):format(t))
+  arg_fail(at, i, "ptr", ("must be a buffer, a device pointer or an address (got %s)"):format(t))
 end
 
-function M.setter(i, p, slot)
+-- The handle of a condition (cond parameter), taken only inside the capture that made it
+-- (at.rec: the capture record it must belong to; default, the one open now).
+local function condition(at, i, v)
+  if not capture.is_condition(v) then
+    arg_fail(at, i, "cond", ("must be a condition made by g:condition{...} inside cuasync.graph's function (got %s)"):format(
+      util.describe(v)))
+  end
+  if v.rec ~= (at.rec or capture.state.active) then
+    arg_fail(at, i, "cond", ("is %s, used outside its graph: a kernel sets a condition only inside the cuasync.graph function (or G:update) that made it"):format(
+      tostring(v)))
+  end
+  return v.handle
+end
+
+-- setter(i, p, slot[, at]) -> function(v) writing argument i of kind p into slot; at names the
+-- call in errors ({ where, prefix[, rec] }, default the launch).
+function M.setter(i, p, slot, at)
+  at = at or LAUNCH
   local k = p.kind
-  if k == "ptr" then return function(v) slot[0] = pointer(i, v) end
-  elseif k == "i32" then return function(v) slot[0] = integer(i, k, v, -2 ^ 31, 2 ^ 31 - 1) end
-  elseif k == "u32" then return function(v) slot[0] = integer(i, k, v, 0, 2 ^ 32 - 1) end
-  elseif k == "i64" then return function(v) slot[0] = int64(i, k, v, false) end
-  elseif k == "u64" then return function(v) slot[0] = int64(i, k, v, true) end
+  if k == "ptr" then return function(v) slot[0] = pointer(at, i, v) end
+  elseif k == "i32" then return function(v) slot[0] = integer(at, i, k, v, -2 ^ 31, 2 ^ 31 - 1) end
+  elseif k == "u32" then return function(v) slot[0] = integer(at, i, k, v, 0, 2 ^ 32 - 1) end
+  elseif k == "i64" then return function(v) slot[0] = int64(at, i, k, v, false) end
+  elseif k == "u64" then return function(v) slot[0] = int64(at, i, k, v, true) end
   elseif k == "f32" or k == "f64" then
     return function(v)
-      if type(v) ~= "number" then arg_fail(i, k, ("must be a number (got %s)"):format(type(v))) end
+      if type(v) ~= "number" then arg_fail(at, i, k, ("must be a number (got %s)"):format(type(v))) end
       slot[0] = v
     end
+  elseif k == "cond" then
+    return function(v) slot[0] = condition(at, i, v) end
   elseif k == "tensormap" then
     return function(v)
       local map = type(v) == "table" and v.map or v
       if type(v) == "table" and v.encoded == false then
-        arg_fail(i, k, "was built with encode = false (a plan-only map): build it with a GPU present to launch with it")
+        arg_fail(at, i, k, "was built with encode = false (a plan-only map): build it with a GPU present to launch with it")
       end
       if not ffi.istype(tensormap_t, map) then
-        arg_fail(i, k, ("must be a cuasync.tensormap or a CUtensorMap (got %s)"):format(type(v)))
+        arg_fail(at, i, k, ("must be a cuasync.tensormap or a CUtensorMap (got %s)"):format(type(v)))
       end
       ffi.copy(slot, map, 128)
     end
@@ -142,12 +166,12 @@ function M.setter(i, p, slot)
     return function(v)
       local t = type(v)
       if t == "string" then
-        if #v ~= n then arg_fail(i, k .. "[" .. n .. "]", ("needs exactly %d bytes (got a string of %d)"):format(n, #v)) end
+        if #v ~= n then arg_fail(at, i, k .. "[" .. n .. "]", ("needs exactly %d bytes (got a string of %d)"):format(n, #v)) end
       elseif t == "cdata" then
         local size = ffi.sizeof(v)
-        if size ~= n then arg_fail(i, k .. "[" .. n .. "]", ("needs exactly %d bytes (got cdata of %s)"):format(n, tostring(size))) end
+        if size ~= n then arg_fail(at, i, k .. "[" .. n .. "]", ("needs exactly %d bytes (got cdata of %s)"):format(n, tostring(size))) end
       else
-        arg_fail(i, k .. "[" .. n .. "]", ("must be a string or cdata of %d bytes (got %s)"):format(n, t))
+        arg_fail(at, i, k .. "[" .. n .. "]", ("must be a string or cdata of %d bytes (got %s)"):format(n, t))
       end
       ffi.copy(slot, v, n)
     end

@@ -20,6 +20,7 @@ local device = require("cuasync.device")
 local R = require("cuasync.model.tensormap_rules")
 local swizzles = require("cuasync.model.swizzle")
 local handle = require("cuasync.handle")
+local capture = require("cuasync.capture")
 require("cuasync.cdef.tensormap")
 
 local C, errbuf, ERRLEN = native.C, native.errbuf, native.ERRLEN
@@ -233,6 +234,7 @@ function TensorMap:replace_address(to, bytes)
   end
   if self.holder then native.check(C.cuasync_tensormap_replace_address(self.holder, address, errbuf, ERRLEN)) end
   self.address, self.size, self.buffer = address, size, buf
+  capture.changed(self)   -- a graph holds the map as captured: it refuses to launch with the old one
   return self
 end
 

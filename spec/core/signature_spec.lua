@@ -16,13 +16,13 @@ describe("cuasync.signature", function()
 
   local cases = {
     { nil, 'cuasync.kernel: signature must be a string such as "ptr, ptr, u64" (got nil)' },
-    { "ptr, foo", 'cuasync.kernel: signature "ptr, foo": unknown type \'foo\' at position 2 (types: ptr, i32, u32, i64, u64, f32, f64, tensormap, bytes[N])' },
+    { "ptr, foo", 'cuasync.kernel: signature "ptr, foo": unknown type \'foo\' at position 2 (types: ptr, i32, u32, i64, u64, f32, f64, tensormap, cond, bytes[N])' },
     { "ptr,,u32", 'cuasync.kernel: signature "ptr,,u32": empty type at position 2' },
     { "ptr,", 'cuasync.kernel: signature "ptr,": empty type at position 2' },
     { "bytes[0]", 'cuasync.kernel: signature "bytes[0]": bytes[0] at position 1 must hold 1..32764 bytes' },
     { "bytes[40000]", 'cuasync.kernel: signature "bytes[40000]": bytes[40000] at position 1 must hold 1..32764 bytes' },
-    { "bytes[-1]", 'cuasync.kernel: signature "bytes[-1]": unknown type \'bytes[-1]\' at position 1 (types: ptr, i32, u32, i64, u64, f32, f64, tensormap, bytes[N])' },
-    { "int", 'cuasync.kernel: signature "int": unknown type \'int\' at position 1 (types: ptr, i32, u32, i64, u64, f32, f64, tensormap, bytes[N])' },
+    { "bytes[-1]", 'cuasync.kernel: signature "bytes[-1]": unknown type \'bytes[-1]\' at position 1 (types: ptr, i32, u32, i64, u64, f32, f64, tensormap, cond, bytes[N])' },
+    { "int", 'cuasync.kernel: signature "int": unknown type \'int\' at position 1 (types: ptr, i32, u32, i64, u64, f32, f64, tensormap, cond, bytes[N])' },
     { "bytes[20000], bytes[20000]", 'cuasync.kernel: signature "bytes[20000], bytes[20000]": parameters take 40000 bytes (at most 32764 per kernel)' },
   }
   for i, c in ipairs(cases) do

@@ -103,6 +103,41 @@ describe("ABI", function()
     assert.is_true(#want <= ffi.sizeof(ffi.new("cuasync_device_info").value) / 4)
   end)
 
+  -- the graph-node structs only libcuasync fills (cuasync_types.h, under CUASYNC_INTERNAL)
+  local NODE_FIELDS = {
+    { "CUDA_KERNEL_NODE_PARAMS", nil }, { "CUDA_KERNEL_NODE_PARAMS", "sharedMemBytes" },
+    { "CUDA_KERNEL_NODE_PARAMS", "kernelParams" }, { "CUDA_KERNEL_NODE_PARAMS", "ctx" },
+    { "CUDA_MEMSET_NODE_PARAMS", nil }, { "CUDA_MEMSET_NODE_PARAMS", "value" }, { "CUDA_MEMSET_NODE_PARAMS", "height" },
+    { "CUDA_MEMCPY3D", nil }, { "CUDA_MEMCPY3D", "srcMemoryType" }, { "CUDA_MEMCPY3D", "srcDevice" },
+    { "CUDA_MEMCPY3D", "dstMemoryType" }, { "CUDA_MEMCPY3D", "dstHost" }, { "CUDA_MEMCPY3D", "WidthInBytes" },
+    { "CUDA_MEMCPY3D", "Depth" },
+    { "CUDA_CONDITIONAL_NODE_PARAMS", nil }, { "CUDA_CONDITIONAL_NODE_PARAMS", "type" },
+    { "CUDA_CONDITIONAL_NODE_PARAMS", "phGraph_out" }, { "CUDA_CONDITIONAL_NODE_PARAMS", "ctx" },
+    { "CUgraphNodeParams", nil },
+  }
+  local function node_program(include, union)
+    local lines = { "#include <stdio.h>", "#include <stddef.h>", include, "int main(void) {" }
+    for _, f in ipairs(NODE_FIELDS) do
+      if f[2] then
+        lines[#lines + 1] = ('printf("%s.%s %%zu\\n", offsetof(%s, %s));'):format(f[1], f[2], f[1], f[2])
+      else
+        lines[#lines + 1] = ('printf("%s %%zu %%zu\\n", sizeof(%s), _Alignof(%s));'):format(f[1], f[1], f[1])
+      end
+    end
+    lines[#lines + 1] = ('printf("conditional %%zu\\n", offsetof(CUgraphNodeParams, %s));'):format(union)
+    lines[#lines + 1] = "return 0; }"
+    return table.concat(lines, "\n")
+  end
+
+  it_cuda("the graph-node structs libcuasync fills match the toolkit's cuda.h", function()
+    local real, out = run_c(node_program("#include <cuda.h>", "conditional"), "-I" .. cuda_home .. "/include")
+    assert.is_not_nil(real.CUgraphNodeParams, out)
+    local mine, out2 = run_c(node_program('#define CUASYNC_INTERNAL\n#include "cuasync_types.h"', "u.conditional"), "-Inative")
+    assert.is_not_nil(mine.CUgraphNodeParams, out2)
+    for k, v in pairs(real) do assert.equal(v, mine[k], k) end
+    assert.equal("256 8", real.CUgraphNodeParams)
+  end)
+
   it("cuasync_device_info and cuasync_func_attrs match the native build", function()
     local src = [[
 #include <stdio.h>

@@ -12,7 +12,8 @@ local S = require("support.surface")
 local VARS = { Program = "prog", Module = "mod", Kernel = "k", Config = "cfg", Device = "dev", Buffer = "buf",
                HostBuffer = "hbuf", Stream = "s", Event = "ev", Graph = "G", TensorMap = "tm", Layout = "L",
                Pipeline = "P", Barrier = "mb", Arrival = "arrival", Token = "token", Role = "t", Result = "r",
-               Sweep = "S", K = "K", Pattern = "p", Bulk = "bulk", Hang = "err", Trace = "T" }
+               Sweep = "S", K = "K", Pattern = "p", Bulk = "bulk", Hang = "err", Trace = "T",
+               GraphBuilder = "g", GraphNode = "node" }
 -- The module's lazy names and the public methods (the sweep's internal classes left out): the
 -- walk the pinned surface makes too (spec/support/surface.lua).
 local lazy_names, methods = S.lazy_names, function() return S.methods() end
@@ -211,7 +212,7 @@ end)
 describe("LuaCATS annotations (lua/cuasync/types/)", function()
   -- the public classes whose every method and field a language server completes
   local CLASSES = { "Pipeline", "Sweep", "Program", "Module", "Kernel", "Config", "Buffer", "HostBuffer", "Device",
-                    "Stream", "Event", "Graph", "TensorMap", "Hang", "Trace" }
+                    "Stream", "Event", "Graph", "GraphBuilder", "GraphNode", "TensorMap", "Hang", "Trace" }
 
   it("annotate every method of the public classes, and only methods that exist", function()
     local meta = ""

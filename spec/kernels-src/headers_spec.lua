@@ -49,6 +49,7 @@ extern "C" __global__ void every_wrapper(const __grid_constant__ cuasync::tensor
   }
   stage_state<4> s = stage_state<4>::producer_start(); s.advance(); g[2] = s.phase + s.index;
   pdl::launch_dependents(); pdl::wait();
+  cuasync::graph::set_condition((cuasync::graph::condition)gs[1], g[5] != 0);
   mbarrier::inval(&bar);
 }
 ]]
@@ -90,7 +91,7 @@ local EXPECT = {
   "barrier.cluster.wait.acquire;",
   "cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes",
   "cp.async.bulk.tensor.5d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes",
-  "griddepcontrol.launch_dependents;", "griddepcontrol.wait;",
+  "griddepcontrol.launch_dependents;", "griddepcontrol.wait;", "cudaGraphSetConditional",
 }
 
 local function compile_error(src, arch)

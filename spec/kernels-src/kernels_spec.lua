@@ -121,6 +121,7 @@ local EXPECT = {
     "cp.async.cg.shared.global", "cp.async.mbarrier.arrive.noinc.shared::cta.b64", "mbarrier.try_wait.parity.shared::cta.b64",
   },
   ["graph_steps.cu"] = { "griddepcontrol.launch_dependents;", "griddepcontrol.wait;", "%globaltimer" },
+  ["graph_loop.cu"] = { "cudaGraphSetConditional", "bar.sync" },
   ["compare_words.cu"] = { "ld.global.v4.u32", "atom.global.add.u64" },
   ["probe_memory.cu"] = { "ld.global.cg.u32", "rem.u64", "cp.async.bulk.global.shared::cta.bulk_group", "mbarrier::complete_tx::bytes", "%globaltimer" },   -- the chase reads through L2 only; the load is a bulk copy
   ["cp_async_cxx.cu"] = { "cp.async.cg.shared.global", "cp.async.mbarrier.arrive", "mbarrier.try_wait" },

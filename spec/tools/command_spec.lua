@@ -13,7 +13,7 @@ local COMMANDS = { "info", "compile", "sweep", "run" }
 -- every example that is a sweep (the command runs it), and the others (run on their own)
 local SWEEPS = { "pipeline_tma", "gemm_sweep", "gemm_ablation", "cp_async_sweep", "sweep_command", "tma_copy", "tile_copy",
                  "tile_transpose", "cluster_histogram" }
-local OTHERS = { "pipeline_model", "swizzle_view", "bench_cancel", "bench_compile", "bench_graph", "bench_launch",
+local OTHERS = { "pipeline_model", "swizzle_view", "bench_cancel", "bench_compile", "bench_graph", "bench_graph_loop", "bench_launch",
                  "bench_patterns", "bench_watchdog", "bench_warmup" }
 
 describe("cuasync command", function()

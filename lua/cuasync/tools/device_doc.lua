@@ -13,7 +13,7 @@ local device_doc_sm = require("cuasync.tools.device_doc_sm")
 local M = {}
 
 -- The headers in the order a reader meets them (one concept each).
-M.ORDER = { "arch", "mbarrier", "cp_async", "bulk", "tma", "cluster", "ring", "pipeline", "pipeline_cp_async", "trace", "watchdog", "pdl", "warpgroup",
+M.ORDER = { "arch", "mbarrier", "cp_async", "bulk", "tma", "cluster", "ring", "pipeline", "pipeline_cp_async", "trace", "watchdog", "pdl", "graph", "warpgroup",
             "wgmma", "cuasync" }
 
 local function trim(s) return (s:gsub("^%s+", ""):gsub("%s+$", "")) end
@@ -232,7 +232,10 @@ function M.parse(dir)
           if st.template then s = st.template .. " " .. s end
           local name = s:match("([%a_][%w_]*)%s*%(")
           local body, d = {}, 0
-          for m = j, #src do
+          -- a declaration (no body, e.g. an extern the driver resolves) ends at its ';'
+          local declaration = not code_of(src[j]):match("{") and code_of(src[j]):match(";%s*$")
+          if declaration then body[1], k = src[j], j end
+          for m = j, declaration and j - 1 or #src do
             local c = code_of(src[m])
             for ch in c:gmatch("[{}]") do d = d + (ch == "{" and 1 or -1) end
             body[#body + 1] = src[m]

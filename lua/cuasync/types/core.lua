@@ -78,7 +78,7 @@ function cuasync.sweep(spec) end
 ---@param spec table dtype, dims, strides, box, swizzle, ... (docs/reference.md "Tensor maps")
 ---@return cuasync.TensorMap
 function cuasync.tensormap(spec) end
----@param fn fun(s: cuasync.Stream)
+---@param fn fun(s: cuasync.Stream, g: cuasync.GraphBuilder)
 ---@param opts? { stream: cuasync.Stream?, name: string? }
 ---@return cuasync.Graph
 function cuasync.graph(fn, opts) end

@@ -130,16 +130,47 @@ function TensorMap:replace_address(buffer, bytes) end
 function TensorMap:describe() end
 
 ---@class cuasync.Graph
----@field nodes { count: integer, kernel: integer, memcpy: integer, memset: integer }
+---@field nodes { count: integer, kernel: integer, memcpy: integer, memset: integer, conditional: integer, [integer|string]: cuasync.GraphNode }
 ---@field edges { count: integer, programmatic: integer }
 local Graph = {}
+---@param key integer|string
+---@return cuasync.GraphNode
+function Graph:node(key) end
 ---@param stream? cuasync.Stream
 function Graph:launch(stream) end
 ---@param stream? cuasync.Stream
 function Graph:upload(stream) end
----@param fn fun(s: cuasync.Stream)
+---@param fn fun(s: cuasync.Stream, g: cuasync.GraphBuilder)
 ---@return cuasync.Graph, string how
 function Graph:update(fn) end
 ---@param path string
 function Graph:dot(path) end
 function Graph:close() end
+
+---@class cuasync.GraphNode
+local GraphNode = {}
+---@return cuasync.GraphNode
+function GraphNode:set(...) end
+---@param on boolean
+---@return cuasync.GraphNode
+function GraphNode:enable(on) end
+
+---@class cuasync.GraphCondition
+
+---@class cuasync.GraphBuilder
+local GraphBuilder = {}
+---@param label string
+---@return cuasync.GraphBuilder
+function GraphBuilder:name(label) end
+---@param opts? { default?: integer, name?: string }
+---@return cuasync.GraphCondition
+function GraphBuilder:condition(opts) end
+---@param c cuasync.GraphCondition
+---@param fn fun(s: cuasync.Stream, g: cuasync.GraphBuilder)
+---@return cuasync.GraphBuilder
+function GraphBuilder:while_(c, fn) end
+---@param c cuasync.GraphCondition
+---@param fn fun(s: cuasync.Stream, g: cuasync.GraphBuilder)
+---@param else_fn? fun(s: cuasync.Stream, g: cuasync.GraphBuilder)
+---@return cuasync.GraphBuilder
+function GraphBuilder:if_(c, fn, else_fn) end

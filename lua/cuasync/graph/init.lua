@@ -1,11 +1,14 @@
 -- CUDA graphs by stream capture:
---   local G = cuasync.graph(function(s) ... end[, { stream = s, name = "step" }])
--- runs the function once with a capturing stream s (thread-local capture mode); what it enqueues
+--   local G = cuasync.graph(function(s, g) ... end[, { stream = s, name = "step" }])
+-- runs the function once with a capturing stream s (thread-local capture mode) and the capture's
+-- builder g (conditional.lua: named nodes, conditions, while/if nodes); what it enqueues
 -- on s — k:launch{ ..., stream = s }, prepared runners bound to s, buf:upload/download_to/fill
 -- (..., s) — becomes the graph, instantiated at once. G:launch([stream]) replays it,
 -- G:upload([stream]) moves it to the device ahead of the first launch, G:update(fn) captures
 -- again and updates in place (or re-instantiates, saying why), G.nodes / G.edges say what it
--- holds, G:dot(path) writes it for Graphviz, G:close() (or the GC) frees it.
+-- holds, G:dot(path) writes it for Graphviz, G:close() (or the GC) frees it. G.nodes[i] and
+-- G.nodes.name edit one node in place (nodes.lua). The graph keeps what its nodes read, and a
+-- launch refuses a closed buffer, an unloaded module or a moved tensor map (held.lua).
 -- What cannot be captured is refused by name before the driver sees it (capture.lua); an error
 -- inside the function ends and discards the capture, and the stream is usable after.
 local ffi = require("ffi")
@@ -17,6 +20,9 @@ local handle = require("cuasync.handle")
 local util = require("cuasync.util")
 local watchdog = require("cuasync.watchdog")
 local pdl = require("cuasync.pdl")
+local held = require("cuasync.graph.held")
+local nodes = require("cuasync.graph.nodes")
+local conditional = require("cuasync.graph.conditional")
 require("cuasync.cdef.graph")
 require("cuasync.cdef.event")
 
@@ -29,12 +35,13 @@ typedef struct cuasync_graph { CUgraph graph; CUgraphExec exec; int open; } cuas
 local M = {}
 local Graph = {}
 local count_nodes
+local cstate = capture.state
 Graph.__index = function(G, k)
   if k == "nodes" or k == "edges" then
     if rawget(G, "h").open == 0 then return nil end
-    local nodes, edges = count_nodes(rawget(G, "h").graph)
-    rawset(G, "nodes", nodes); rawset(G, "edges", edges)
-    return k == "nodes" and nodes or edges
+    local counts, edges = count_nodes(rawget(G, "h").graph)
+    rawset(G, "nodes", nodes.indexed(G, counts)); rawset(G, "edges", edges)
+    return rawget(G, k)
   end
   return Graph[k]
 end
@@ -89,16 +96,17 @@ local function instantiate(g)
   return x[0]
 end
 
--- Run fn(s) under a thread-local capture of stream s; returns the CUgraph and the capture record
--- ({ count, keep, kernels }). Any error ends and discards the capture and is raised again,
--- named, with the stream out of capture mode.
-local function record(where, s, fn)
+-- Run fn(s, g) under a thread-local capture of stream s; returns the CUgraph and the capture
+-- record ({ count, keep, kernels, list = the nodes in order, named }). Any error ends and
+-- discards the capture and is raised again, named, with the stream out of capture mode.
+local function record(where, s, fn, name)
   no_nesting(where)
   local h = streams.handle(s)
   native.check(C.cuasync_graph_begin(h, errbuf, ERRLEN))
-  local rec = { handle = h, count = 0, keep = { s }, kernels = {} }
+  local rec = { handle = h, count = 0, keep = { s }, kernels = {}, list = {}, named = {}, depth = 0, name = name }
   capture.open(rec)
-  local ok, err = pcall(fn, s)
+  local ok, err = pcall(fn, s, conditional.new(rec))
+  rec.handle = h   -- the top level's stream again, even after an error inside a conditional body
   local g = ffi.new("CUgraph[1]")
   local rc = C.cuasync_graph_end(h, g, errbuf, ERRLEN)
   capture.close()
@@ -145,7 +153,9 @@ end
 -- on first use (listing 3000 nodes costs milliseconds a replay loop does not need).
 local function adopt(G, g, rec)
   rawset(G, "nodes", nil); rawset(G, "edges", nil)
-  G.enqueued, G.keep = rec.count, rec.keep
+  G.enqueued, G.keep, G.rec = rec.count, rec.keep, rec
+  held.adopt(rec.list)
+  G.epoch = -1   -- the first launch checks what the graph holds (a close during the capture is deferred)
   -- the node numbers name what the function enqueued, in order, when each call made one node
   -- (counted only for a graph with watched kernels: listing the nodes costs milliseconds)
   G.watched = watched_of(G, rec, #rec.kernels > 0 and G.nodes.count == rec.count)
@@ -178,7 +188,7 @@ function M.new(fn, opts)
   s = s or streams.stream()
   streams.handle(s)
   local t0 = C.cuasync_now_ns()
-  local g, rec = record("graph", s, fn)
+  local g, rec = record("graph", s, fn, opts.name or "graph")
   local t1 = C.cuasync_now_ns()
   local x = instantiate(g)
   local G = setmetatable({ h = graph_t(g, x, 1), stream = s, name = opts.name or "graph", generation = native.state.generation,
@@ -194,6 +204,7 @@ end
 function Graph:launch(stream)
   live("graph.launch", self)
   capture.refuse("graph.launch", "graphs do not nest (launch G after the function returned)")
+  if self.epoch ~= cstate.epoch then held.check(self) end   -- something held was closed or moved
   local h = streams.handle(stream)
   for _, w in ipairs(self.watched) do watchdog.launched(w.watch, w.name, w.where, w.label) end
   native.check(C.cuasync_graph_launch(self.h.exec, h, errbuf, ERRLEN))
@@ -215,7 +226,7 @@ end
 function Graph:update(fn)
   live("graph.update", self)
   util.kind("graph.update", "fn", fn, "function")
-  local g, rec = record("graph.update", self.stream, fn)
+  local g, rec = record("graph.update", self.stream, fn, self.name)
   local result = ffi.new("int[1]")
   local rc = C.cuasync_graph_update(self.h.exec, g, result, errbuf, ERRLEN)
   if rc ~= 0 then C.cuasync_graph_destroy(g, errbuf, ERRLEN); native.check(rc) end
@@ -252,7 +263,13 @@ end
 
 function Graph:close()
   self.h:close()
-  self.keep, self.watched = nil, {}
+  self.keep, self.watched, self.rec = nil, {}, { list = {}, named = {} }
+end
+
+-- G:node(i | "name"): the node, as G.nodes[i] (without listing the graph's nodes first).
+function Graph:node(key)
+  live("graph.node", self)
+  return nodes.get(self, key)
 end
 
 function Graph:__tostring()

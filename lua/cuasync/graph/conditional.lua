@@ -1,0 +1,146 @@
+-- The capture's builder, the second argument of cuasync.graph's function (and of G:update's):
+--   g:name("relax")                 names the node the next call makes (G.nodes.relax)
+--   local c = g:condition{ default = 1 }   a condition handle of the graph being captured
+--   g:while_(c, function(s2, g) ... end)   a while node: its body runs while c is non-zero
+--   g:if_(c, then_fn[, else_fn])    an if (or if/else) node
+-- A body function gets a stream of its own, capturing into the body graph (cuStreamBeginCaptureToGraph);
+-- a kernel with a `cond` parameter takes c there (cuasync::graph::set_condition on the device).
+-- Refused by name before the driver sees them: a driver without conditional nodes (CUDA 12.3),
+-- nesting (12.4) or if/else (12.8); a condition of another capture or another graph level; a
+-- builder used after its capture ended.
+local ffi = require("ffi")
+local native = require("cuasync.native")
+local util = require("cuasync.util")
+local device = require("cuasync.device")
+local streams = require("cuasync.stream")
+local capture = require("cuasync.capture")
+require("cuasync.cdef.graph")
+
+local C, errbuf, ERRLEN = native.C, native.errbuf, native.ERRLEN
+
+local M = {}
+local GraphBuilder = {}
+GraphBuilder.__index = GraphBuilder
+
+-- The driver releases that brought each feature (cuda.h, CUDA 12.3 / 12.4 / 12.8 release notes).
+M.NEEDS = { conditional = 12030, nested = 12040, if_else = 12080 }
+
+local function open(self, where)
+  local rec = capture.state.active
+  if rec ~= self.rec then
+    util.fail(where, "this builder belongs to a capture that has ended (use the g given to the function now running)")
+  end
+  return rec
+end
+
+local function needs(where, what, version)
+  local have = device.driver_version()
+  if have < version then
+    util.fail(where, ("%s need a CUDA %d.%d driver or newer (this one is %d.%d)"):format(what,
+      math.floor(version / 1000), math.floor(version % 1000 / 10), math.floor(have / 1000), math.floor(have % 1000 / 10)))
+  end
+end
+
+-- g:name(label): the next node the function's calls make is G.nodes[label].
+function GraphBuilder:name(label)
+  local rec = open(self, "graph.name")
+  util.cstring("graph.name", "label", label)
+  if label:match("^%d") or label == "" then
+    util.fail("graph.name", ("label must not be empty or start with a digit (got %s)"):format(util.describe(label)))
+  end
+  if rec.named[label] then util.fail("graph.name", ("a node is already named %s"):format(util.describe(label))) end
+  rec.next_label = label
+  return self
+end
+
+local graph_out, node_out = ffi.new("CUgraph[1]"), ffi.new("CUgraphNode[1]")
+
+-- The graph the open capture adds to now (the top level or a body).
+local function current_graph(rec)
+  native.check(C.cuasync_graph_capture_tail(rec.handle, graph_out, node_out, errbuf, ERRLEN))
+  return graph_out[0]
+end
+
+-- g:condition{ default = n, name = "..." } -> c: a condition of the graph being captured, set to
+-- default (0 if left out) at every launch of the graph.
+function GraphBuilder:condition(opts)
+  local rec = open(self, "graph.condition")
+  opts = opts or {}
+  util.kind("graph.condition", "opts", opts, "table")
+  util.known_fields("graph.condition", opts, { default = true, name = true })
+  local default = opts.default or 0
+  util.int_in("graph.condition", "default", default, 0, 2 ^ 32 - 1)
+  if opts.name ~= nil then util.cstring("graph.condition", "name", opts.name) end
+  needs("graph.condition", "conditional nodes", M.NEEDS.conditional)
+  local h = ffi.new("unsigned long long[1]")
+  native.check(C.cuasync_graph_condition(rec.handle, default, 1, h, graph_out, errbuf, ERRLEN))
+  rec.conditions = (rec.conditions or 0) + 1
+  return capture.condition(rec, h[0], graph_out[0], opts.name or ("c" .. rec.conditions), default)
+end
+
+-- Capture fn(s2, g) into body graph `body` on a stream of its own (one per nesting depth).
+local function capture_body(self, rec, body, fn)
+  local depth = rec.depth + 1
+  rec.body_streams = rec.body_streams or {}
+  local s2 = rec.body_streams[depth]
+  if not s2 then
+    s2 = streams.stream{ non_blocking = true }
+    rec.body_streams[depth] = s2
+    rec.keep[#rec.keep + 1] = s2
+  end
+  local h2 = streams.handle(s2)
+  native.check(C.cuasync_graph_begin_body(h2, body, errbuf, ERRLEN))
+  local saved_handle, saved_list = rec.handle, rec.list
+  rec.outer = rec.outer or {}
+  rec.outer[saved_handle] = true
+  local list = {}
+  rec.handle, rec.list, rec.depth = h2, list, depth
+  local ok, err = pcall(fn, s2, self)
+  local out = ffi.new("CUgraph[1]")
+  local rc = C.cuasync_graph_end(h2, out, errbuf, ERRLEN)   -- out is body itself: the node owns it
+  rec.handle, rec.list, rec.depth = saved_handle, saved_list, depth - 1
+  rec.outer[saved_handle] = nil
+  if not ok then error(err, 0) end
+  native.check(rc)
+  return list
+end
+
+local TYPES = { ["if"] = 0, ["while"] = 1 }
+
+local function conditional(self, where, kind, c, fns)
+  local rec = open(self, where)
+  if not capture.is_condition(c) then
+    util.fail(where, ("c must be a condition made by g:condition{...} (got %s)"):format(util.describe(c)))
+  end
+  for i, fn in ipairs(fns) do util.kind(where, i == 1 and "fn" or "else_fn", fn, "function") end
+  needs(where, "conditional nodes", M.NEEDS.conditional)
+  if rec.depth > 0 then needs(where, "conditional nodes nested in a body", M.NEEDS.nested) end
+  if #fns == 2 then needs(where, "if/else nodes (two bodies)", M.NEEDS.if_else) end
+  if c.rec ~= rec then
+    util.fail(where, ("c is %s, which belongs to another capture (make it with g:condition{...} in this function)"):format(tostring(c)))
+  end
+  if c.graph ~= current_graph(rec) then
+    util.fail(where, ("c is %s, made in another graph level: a conditional node takes a condition made where the node is (make it with g:condition{...} in this body)"):format(tostring(c)))
+  end
+  local bodies = ffi.new("CUgraph[2]")
+  native.check(C.cuasync_graph_conditional(rec.handle, c.handle, TYPES[kind], #fns, bodies, node_out, errbuf, ERRLEN))
+  local info = { kind = "conditional", type = kind, cond = c, bodies = {} }
+  capture.enqueue(where, "the conditional node", rec.handle, nil, false, info)
+  info.node = node_out[0]
+  for i, fn in ipairs(fns) do info.bodies[i] = capture_body(self, rec, bodies[i - 1], fn) end
+  return self
+end
+
+-- g:while_(c, fn): fn's work runs again and again while c is non-zero (checked before each round).
+function GraphBuilder:while_(c, fn) return conditional(self, "graph.while_", "while", c, { fn }) end
+
+-- g:if_(c, fn[, else_fn]): fn's work runs when c is non-zero, else_fn's when it is zero.
+function GraphBuilder:if_(c, fn, else_fn)
+  return conditional(self, "graph.if_", "if", c, else_fn == nil and { fn } or { fn, else_fn })
+end
+
+function M.new(rec) return setmetatable({ rec = rec }, GraphBuilder) end
+
+M.GraphBuilder = GraphBuilder
+util.methods(GraphBuilder, "graph", "g")
+return M
