@@ -56,9 +56,7 @@ struct pipeline_stages {
             held_[r].sp[0] = held_[r].sp[1] = 0u;
             held_[r].it[0] = held_[r].it[1] = 0u;
         }
-        unsigned lane;
-        asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
-        trace_one = lane == 0u;   // a role's threads reach its records converged: lane 0 is there
+        trace_one = trace::detail::lane() == 0u;   // a role's threads reach its records converged: lane 0 is there
 #endif
     }
 #ifdef CUASYNC_TRACE
@@ -125,6 +123,14 @@ struct pipeline_stages {
         if ((h.sp[1] >> 31) != 0u) store_held(role);   // two in a row (a tile's last release): keep the first
         h.t[1] = trace::cycles(); h.it[1] = st.iteration; h.sp[1] = (unsigned)st.index | (st.phase << 16) | (1u << 31);
     }
+    [[deprecated("cuasync 0.1.0: traced(kind, bar, st, role) is now traced(st, role) (the kind and barrier follow from the role); the old name goes in a later release")]]
+    __device__ void traced(unsigned kind, mbarrier_t *bar, const state &st, unsigned role) const
+    {
+        (void)kind; (void)bar;
+        traced(st, role);
+    }
+    [[deprecated("cuasync 0.1.0: a pipeline's rings are no longer a site's (its records are held: store_held); the old name goes in a later release")]]
+    __device__ trace::event *trace_ring(unsigned role) const { return trace::detail::ring_of(role); }
     // A role's wait at st: what the role still holds is stored first (the thread is about to
     // spin), then the wait is timed and held.
     template <class Wait>

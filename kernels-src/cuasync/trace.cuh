@@ -197,6 +197,15 @@ __device__ __forceinline__ void at(unsigned k, unsigned bar, unsigned base, unsi
     if (w && (it & 63u) == 0u) put(0u, where(sync, 0u, 0u, 0u, role), it);
 }
 
+// mov.u32 r, %laneid;                                                  // PTX ISA 1.3, sm_10
+// This thread's lane in its warp.
+__device__ __forceinline__ unsigned lane()
+{
+    unsigned l;
+    asm volatile("mov.u32 %0, %%laneid;" : "=r"(l));
+    return l;
+}
+
 // A pipeline role's records, held in registers from the moment they happen until the thread
 // has slack: its last wait ([0], from t[0] to t_end) and its last issue or release ([1], at
 // t[1]); sp: the stage's index, its phase << 16, and bit 31 when held. Taken with a clock read
