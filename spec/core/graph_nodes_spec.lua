@@ -288,6 +288,7 @@ describe("graph nodes (GPU)", function()
   gpu_it("a while node runs a Jacobi loop until the device's residual check stops it, as the CPU reference does", function()
     local m = kernels()
     local jacobi = m:kernel("jacobi", "ptr, ptr, u32, f32, ptr, u32, cond")
+    local N = 32   -- 1D Laplace from random values: at 256 points it takes more than max_iters sweeps
     local hx = cuasync.host_alloc(N * 4)
     local fx = hx:as("float")
     for i = 0, N - 1 do fx[i] = (H.random_u32() % 1000) / 1000 end
@@ -388,12 +389,15 @@ describe("graph nodes (GPU)", function()
     local first = m:kernel("first_word", "ptr, tensormap")
     local scale = m:kernel("scale", "ptr, ptr, f32, u32")
     local n = 1024
-    -- buffers only the graph references: the GC must not free them
+    -- buffers only the graph references once the capture is done: the GC must not free them
+    -- (made before the capture: no allocation while a stream captures)
+    local bufs = { cuasync.alloc(n * 4), cuasync.alloc(n * 4) }
     local G = cuasync.graph(function(s)
-      local a, b = cuasync.alloc(n * 4), cuasync.alloc(n * 4)
+      local a, b = bufs[1], bufs[2]
       a:fill(0, nil, nil, s)
       scale:launch({ grid = 4, block = 256, stream = s }, b, a, 1.0, n)
     end, { name = "kept" })
+    bufs = nil
     collectgarbage(); collectgarbage()
     G:launch(); cuasync.synchronize()
     -- a closed argument buffer
