@@ -384,6 +384,34 @@ describe("graph nodes (GPU)", function()
     assert.truthy(msg:find("node 4 is out of range: graph 'edits' has 3 nodes (1..3)", 1, true), msg)
   end)
 
+  gpu_it("a node edit after an in-place G:update reaches the kernel (the nodes the instantiated graph was made from)", function()
+    local m = kernels()
+    local scale = m:kernel("scale", "ptr, ptr, f32, u32")
+    local n = 1024
+    local hx = cuasync.host_alloc(n * 4)
+    for i = 0, n - 1 do hx:as("float")[i] = (H.random_u32() % 2001) / 1000 - 1 end
+    local x, y = cuasync.alloc(n * 4), cuasync.alloc(n * 4)
+    x:upload(hx)
+    local function fn(a)
+      return function(s, g)
+        scale:launch({ grid = 4, block = 256, stream = s }, y, x, 1.0, n)
+        g:name("mid")
+        scale:launch({ grid = 4, block = 256, stream = s }, y, x, a, n)
+      end
+    end
+    local G = cuasync.graph(fn(2.0), { name = "updated" })
+    local _, how = G:update(fn(3.0))
+    assert.equal("updated", how)
+    for _, a in ipairs({ 5.0, -0.5 }) do
+      G.nodes.mid:set(y, x, a, n)
+      y:poison(); G:launch(); cuasync.synchronize()
+      local want = ffi.new("float[?]", n)
+      for i = 0, n - 1 do want[i] = a * hx:as("float")[i] end
+      assert(cuasync.compare(y:download("float", n), want, { dtype = "f32", rtol = 0, atol = 0 }))
+    end
+    G:close()
+  end)
+
   gpu_it("a graph keeps its buffers alive, and refuses to launch over a closed buffer, a moved tensor map or an unloaded module", function()
     local m = kernels()
     local first = m:kernel("first_word", "ptr, tensormap")

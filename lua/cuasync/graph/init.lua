@@ -237,11 +237,22 @@ function Graph:update(fn)
     self.h.exec = x
     how = "re-instantiated: " .. (UPDATE[result[0]] or ("CUgraphExecUpdateResult " .. result[0]))
     self.reinstantiations = self.reinstantiations + 1
+    native.check(C.cuasync_graph_destroy(self.h.graph, errbuf, ERRLEN))
+    self.h.graph = g
   else
+    -- updated in place: the instantiated graph goes on with the nodes of the graph it was made
+    -- from, and an edit must name those (the driver refuses the new capture's: measured, an
+    -- edit after G:update failed with CUDA_ERROR_INVALID_VALUE). That graph stays; the new
+    -- capture's nodes take its node handles, paired in capture order as the update paired them.
     self.updates = self.updates + 1
+    local before = self.rec.list
+    for i, info in ipairs(rec.list) do
+      local old = before[i]
+      info.node, info.why_no_node = old and old.node, old and old.why_no_node
+    end
+    native.check(C.cuasync_graph_destroy(g, errbuf, ERRLEN))
+    g = self.h.graph
   end
-  native.check(C.cuasync_graph_destroy(self.h.graph, errbuf, ERRLEN))
-  self.h.graph = g
   adopt(self, g, rec)
   return self, how
 end
