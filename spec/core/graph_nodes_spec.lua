@@ -200,58 +200,6 @@ end)
 local SOURCE = [[
 #include <cuasync/graph.cuh>
 #include <cuasync/tma.cuh>
-// One Jacobi sweep of the 1-D Laplace problem (ends fixed) in one block of n threads, the
-// residual max |y - x| reduced in shared memory; thread 0 counts the sweep and keeps the loop
-// going while the residual is above tol and fewer than max_iters sweeps ran.
-extern "C" __global__ void jacobi(const float *x, float *y, unsigned n, float tol, unsigned *iters,
-                                  unsigned max_iters, cuasync::graph::condition c)
-{
-  __shared__ float r[1024];
-  const unsigned i = threadIdx.x;
-  float v = 0.0f;
-  if (i < n) {
-    v = (i == 0 || i == n - 1) ? x[i] : 0.5f * (x[i - 1] + x[i + 1]);
-    y[i] = v;
-    r[i] = fabsf(v - x[i]);
-  } else {
-    r[i] = 0.0f;
-  }
-  __syncthreads();
-  for (unsigned s = blockDim.x / 2; s > 0; s /= 2) {
-    if (i < s) r[i] = fmaxf(r[i], r[i + s]);
-    __syncthreads();
-  }
-  if (i == 0) {
-    const unsigned k = *iters + 1;
-    *iters = k;
-    cuasync::graph::set_condition(c, r[0] > tol && k < max_iters);
-  }
-}
-// The host-driven twin: the same sweep, the flag written for the host to read.
-extern "C" __global__ void jacobi_flag(const float *x, float *y, unsigned n, float tol, unsigned *iters,
-                                       unsigned max_iters, unsigned *flag)
-{
-  __shared__ float r[1024];
-  const unsigned i = threadIdx.x;
-  float v = 0.0f;
-  if (i < n) {
-    v = (i == 0 || i == n - 1) ? x[i] : 0.5f * (x[i - 1] + x[i + 1]);
-    y[i] = v;
-    r[i] = fabsf(v - x[i]);
-  } else {
-    r[i] = 0.0f;
-  }
-  __syncthreads();
-  for (unsigned s = blockDim.x / 2; s > 0; s /= 2) {
-    if (i < s) r[i] = fmaxf(r[i], r[i + s]);
-    __syncthreads();
-  }
-  if (i == 0) {
-    const unsigned k = *iters + 1;
-    *iters = k;
-    *flag = r[0] > tol && k < max_iters;
-  }
-}
 // The if/else test: c = (*v is odd).
 extern "C" __global__ void odd(const unsigned *v, cuasync::graph::condition c)
 {
@@ -302,8 +250,8 @@ describe("graph nodes (GPU)", function()
   end
 
   gpu_it("a while node runs a Jacobi loop until the device's residual check stops it, as the CPU reference does", function()
-    local m = kernels()
-    local jacobi = m:kernel("jacobi", "ptr, ptr, u32, f32, ptr, u32, cond")
+    -- the bundled loop kernel (examples/bench_graph_loop.lua and the guide run it too)
+    local jacobi = cuasync.program{ file = "graph_loop.cu" }:compile():kernel("jacobi", "ptr, ptr, u32, f32, ptr, u32, cond")
     local N = 32   -- 1D Laplace from random values: at 256 points it takes more than max_iters sweeps
     local hx = cuasync.host_alloc(N * 4)
     local fx = hx:as("float")
