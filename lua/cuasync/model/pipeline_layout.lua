@@ -4,12 +4,14 @@
 local util = require("cuasync.util")
 local ring = require("cuasync.model.ring")
 local cp_async = require("cuasync.model.cp_async_plan")
+local orders = require("cuasync.model.order_plan")
 
 local M = {}
 
 local function fail(msg) util.fail("pipeline", msg) end
 
--- { {name, offset, bytes, align}, ... } in address order: stage buffers, then full[], empty[].
+-- { {name, offset, bytes, align}, ... } in address order: stage buffers, then full[], empty[], an
+-- order's [d][g], the scratch region.
 function M.layout(plan)
   local out = {}
   for s = 0, plan.stages - 1 do
@@ -25,6 +27,7 @@ function M.layout(plan)
                         bytes = ring.BARRIER_BYTES, align = ring.BARRIER_BYTES }
     end
   end
+  orders.layout(plan, out)
   if (plan.scratch_bytes or 0) > 0 then
     out[#out + 1] = { name = "scratch", offset = plan.scratch_offset, bytes = plan.scratch_bytes, align = 1024 }
   end
@@ -99,6 +102,7 @@ function M.explain(plan)
   out[#out + 1] = ("  stage pitch %d B (aligned to %d) x %d = %d B; full[0..%d] at %d, empty[0..%d] at %d; + %d B slack to align the dynamic base to %d = %d B of dynamic shared memory"):format(
     plan.pitch, plan.align, plan.stages, plan.data_bytes, plan.stages - 1, plan.full_offset, plan.stages - 1,
     plan.empty_offset, plan.slack, plan.align, plan.smem_bytes)
+  orders.explain(plan, out)
   if (plan.scratch_bytes or 0) > 0 then
     out[#out + 1] = ("  scratch: %d B at %d (the kernel's own region, 1024-aligned)"):format(plan.scratch_bytes, plan.scratch_offset)
   end
