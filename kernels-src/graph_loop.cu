@@ -22,8 +22,10 @@ __device__ __forceinline__ float sweep(const float *x, float *y, unsigned n)
     }
     r[i] = d;
     __syncthreads();
-    for (unsigned s = blockDim.x / 2; s > 0; s /= 2) {
-        if (i < s) r[i] = fmaxf(r[i], r[i + s]);
+    unsigned top = 1u;   // the tree from the next power of two: any block size reduces every element
+    while (top < blockDim.x) top <<= 1;
+    for (unsigned s = top / 2u; s > 0u; s /= 2u) {
+        if (i < s && i + s < blockDim.x) r[i] = fmaxf(r[i], r[i + s]);
         __syncthreads();
     }
     return r[0];

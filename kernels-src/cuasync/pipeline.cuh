@@ -61,6 +61,15 @@ struct pipeline_stages {
 #endif
     }
 #ifdef CUASYNC_TRACE
+    // A copy starts holding nothing: its end must not store the original's records again.
+    __device__ pipeline_stages(const pipeline_stages &o) : base(o.base), trace_one(o.trace_one)
+    {
+        for (unsigned r = 0; r < 2u; ++r) {
+            trace_rings[r] = o.trace_rings[r];
+            held_[r].sp[0] = held_[r].sp[1] = 0u;
+            held_[r].it[0] = held_[r].it[1] = 0u;
+        }
+    }
     // What each role still holds is stored when the pipeline ends (a producer's last issue).
     __device__ ~pipeline_stages() { trace_store(); }
 #endif
@@ -112,7 +121,7 @@ struct pipeline_stages {
         trace::detail::store_held_event(rg, trace_one, h, 1u, 0u,
                                         trace::detail::pipe_where(role == 2u ? trace::release : trace::issue, off1,
                                                                   (h.sp[1] >> 16) & 1u, role));
-        if (rg != 0ull && (h.sp[0] >> 31) != 0u && (h.it[0] & 63u) == 0u)
+        if (trace_one && rg != 0ull && (h.sp[0] >> 31) != 0u && (h.it[0] & 63u) == 0u)
             trace::detail::put(0u, trace::detail::where(trace::sync, 0u, 0u, 0u, role), h.it[0]);
         h.sp[0] = h.sp[1] = 0u;
     }
@@ -124,7 +133,7 @@ struct pipeline_stages {
         if ((h.sp[1] >> 31) != 0u) store_held(role);   // two in a row (a tile's last release): keep the first
         h.t[1] = trace::cycles(); h.it[1] = st.iteration; h.sp[1] = (unsigned)st.index | (st.phase << 16) | (1u << 31);
     }
-    [[deprecated("cuasync 0.1.0: traced(kind, bar, st, role) is now traced(st, role) (the kind and barrier follow from the role); the old name goes in a later release")]]
+    [[deprecated("cuasync 0.1.0: traced(kind, bar, st, role) is now traced(st, role): it records an issue (role 1) or a release (role 2) on the stage's barrier, whatever kind and bar say; the old name goes in a later release")]]
     __device__ void traced(unsigned kind, mbarrier_t *bar, const state &st, unsigned role) const
     {
         (void)kind; (void)bar;
@@ -138,7 +147,8 @@ struct pipeline_stages {
     __device__ __forceinline__ void timed(unsigned role, const state &st, Wait wait) const
     {
         trace::detail::held &h = held_[role - 1u];
-        store_held(role);
+        if (Config::unified) trace_store();   // a thread of both roles: a hang here keeps both's records
+        else store_held(role);
         h.t[0] = trace::cycles();
         wait();
         h.t_end = trace::cycles(); h.it[0] = st.iteration; h.sp[0] = (unsigned)st.index | (st.phase << 16) | (1u << 31);

@@ -131,6 +131,23 @@ local function stale(k)
     k.name, k.name))
 end
 
+-- The setter of k's parameter i into slot: the plan's tensor-map check first where k's program
+-- has one (m: which tensor-map parameter this is); at: signature.setter's context. What
+-- k:prepare and a graph node's :set (graph/nodes.lua) pack arguments through.
+function M.setter(k, i, p, slot, m, at)
+  local set = signature.setter(i, p, slot, at)
+  local prog = k.module and k.module.program
+  local hooks = prog and prog.hooks
+  if hooks and hooks.map_check and p.kind == "tensormap" then
+    local check = hooks.map_check(k.name, i, m)
+    if check then
+      local raw = set
+      set = function(v) check(v); raw(v) end
+    end
+  end
+  return set
+end
+
 function Kernel:prepare(cfg, ...)
   local nstate = native.state
   if self.generation ~= nstate.generation then stale(self) end
@@ -149,16 +166,8 @@ function Kernel:prepare(cfg, ...)
   for i, p in ipairs(self.params) do
     slots[i] = signature.slot(p)
     params[i - 1] = slots[i]
-    local set = signature.setter(i, p, slots[i])
-    if hooks and hooks.map_check and p.kind == "tensormap" then
-      maps = maps + 1
-      local check = hooks.map_check(self.name, i, maps)
-      if check then
-        local raw = set
-        set = function(v) check(v); raw(v) end
-      end
-    end
-    setters[i] = set
+    if p.kind == "tensormap" then maps = maps + 1 end
+    setters[i] = M.setter(self, i, p, slots[i], maps)
   end
   local fn, name, launch_c = self.fn, self.name, C.cuasync_launch
   local keep = { self, lc, slots, params, conf }   -- everything the driver reads stays alive
@@ -173,6 +182,9 @@ function Kernel:prepare(cfg, ...)
     if before then before(lc.hStream) end
     -- inside cuasync.graph's function the launch becomes a node (only on the capturing stream)
     local captured = cstate.active
+    if captured and n > 0 and state.args == nil then
+      util.fail("launch", ("kernel '%s': a prepared runner called with no arguments inside cuasync.graph's function, after it was last given them outside: pass the arguments inside the function (the graph keeps and checks what its nodes read)"):format(name))
+    end
     if captured then
       capture.kernel(name, lc.hStream, keep, watch, { kind = "kernel", kernel = me, c = c, lc = lc, args = state.args })
       pdl.node(captured, me, dep)

@@ -90,22 +90,25 @@ local function side(k, field)
   return { kernel = k.name, [field] = r[field], why = r.why }   -- nil where the code cannot be read
 end
 
--- Kernel k launched into the open capture rec as its node rec.count.
+-- Kernel k launched into the open capture rec as the last node of its list (the graph's, or a
+-- conditional body's: numbered within that list, as G.nodes[i] is, and its primary looked for
+-- in the same list).
 function M.node(rec, k, programmatic)
   local t = captured[rec.keep]
-  if not t then t = { nodes = {} }; captured[rec.keep] = t end
-  local node = rec.count
+  if not t then t = { nodes = {}, prev = setmetatable({}, { __mode = "k" }) }; captured[rec.keep] = t end
+  local list = rec.list
+  local node = #list
   if programmatic then
     local e = side(k, "wait")
-    e.node = node
-    local p = t.prev
+    e.node, e.body = node, (rec.depth or 0) > 0
+    local p = t.prev[list]
     if p and p.node == node - 1 then
       e.primary = side(p.k, "launch_dependents")
       e.primary.node = p.node
     end
     t.nodes[#t.nodes + 1] = e
   end
-  t.prev = { k = k, node = node }
+  t.prev[list] = { k = k, node = node }
 end
 
 local function quoted(s) return '"' .. s:gsub('[\\"]', "\\%0"):gsub("\n", "\\n") .. '"' end
@@ -117,8 +120,8 @@ function M.dot_lines(keep)
   if not t or #t.nodes == 0 then return {} end
   local out = { "  subgraph cluster_cuasync_pdl {",
                 '    label = "cuasync: programmatic dependent launch, checked from the PTX"; style = "dashed";' }
-  for _, e in ipairs(t.nodes) do
-    local lines = { ("node %d '%s' (programmatic = true)"):format(e.node, e.kernel) }
+  for i, e in ipairs(t.nodes) do
+    local lines = { ("%snode %d '%s' (programmatic = true)"):format(e.body and "a conditional body's " or "", e.node, e.kernel) }
     lines[2] = e.wait and ("waits: calls " .. model.WAIT) or ("not checked: " .. tostring(e.why))
     local p, warn = e.primary, e.wait == nil
     if not p then
@@ -130,8 +133,8 @@ function M.dot_lines(keep)
       lines[3] = p.why and ("after node %d '%s': not checked: %s"):format(p.node, p.kernel, p.why)
                  or ("after node %d '%s': it never calls %s: no overlap gained"):format(p.node, p.kernel, model.TRIGGER)
     end
-    out[#out + 1] = ("    cuasync_pdl_node_%d [shape = \"note\", color = %s, label = %s];"):format(
-      e.node, warn and '"orange"' or '"darkgreen"', quoted(table.concat(lines, "\n")))
+    out[#out + 1] = ("    cuasync_pdl_node_%s [shape = \"note\", color = %s, label = %s];"):format(
+      e.body and ("body_" .. i) or tostring(e.node), warn and '"orange"' or '"darkgreen"', quoted(table.concat(lines, "\n")))
   end
   out[#out + 1] = "  }"
   return out

@@ -1,7 +1,8 @@
 -- Prepared runners: a function of exactly n arguments, generated so that LuaJIT compiles it
 -- straight: each argument goes through its setter into its slot, then launch(). Inside
 -- cuasync.graph's function (cstate.active) the arguments are also kept in state.args, so that
--- the graph node can keep what it reads alive and check it at launch.
+-- the graph node can keep what it reads alive and check it at launch; given outside, they are
+-- not known there any more (state.args = nil: a capture of run() is then refused by name).
 local M = {}
 
 function M.make(n, setters, launch, not_packed, wrong_count, state, cstate)
@@ -27,7 +28,7 @@ return function(...)
   local %s = ...
   %s
   state.packed = true
-  if cstate.active then state.args = { %s } end
+  if cstate.active then state.args = { %s } else state.args = nil end
   return launch()
 end]]):format(table.concat(names, ", "), n, table.concat(args, ", "), table.concat(sets, " "), table.concat(args, ", "))
   return assert(loadstring(src, "=cuasync.prepared"))(launch, not_packed, wrong_count, state, cstate, unpack(setters))

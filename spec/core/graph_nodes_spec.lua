@@ -94,6 +94,20 @@ describe("graph nodes (CPU)", function()
     assert.truthy(msg:find("cuasync.graph.node.enable: the graph is closed", 1, true), msg)
   end)
 
+  it("node:set runs a plan's tensor-map check first, as k:prepare does (a map of another box would hang the replay)", function()
+    local seen = {}
+    local hooks = { map_check = function(name, i, m)
+      seen[#seen + 1] = { name, i, m }
+      return function() error("cuasync.launch: kernel 'copy' argument 1: the map's box is not the plan's", 0) end
+    end }
+    local k = { name = "copy", sig = "tensormap, ptr", generation = native.state.generation,
+                params = cuasync.signature("tensormap, ptr"), module = { program = { hooks = hooks } } }
+    local G = fake_graph({ { kind = "kernel", kernel = k, depth = 0, index = 1, node = ffi.cast("CUgraphNode", 1) } })
+    local msg = raised(function() nodes.get(G, 1):set({}, 0) end)
+    assert.truthy(msg:find("the map's box is not the plan's", 1, true), msg)
+    assert.same({ { "copy", 1, 1 } }, seen)
+  end)
+
   it("node:set with the wrong count or types of a kernel's arguments is refused by name, before the driver", function()
     local k = { name = "axpy", sig = "ptr, ptr, f32, u32", generation = native.state.generation,
                 params = cuasync.signature("ptr, ptr, f32, u32") }
@@ -169,6 +183,8 @@ describe("graph nodes (CPU)", function()
       assert.truthy(m:find("belongs to another capture", 1, true), m)
       m = raised(function() g:name("1x") end)
       assert.truthy(m:find("cuasync.graph.name: label must not be empty or start with a digit", 1, true), m)
+      m = raised(function() g:name("kernel") end)   -- G.nodes.kernel is the count of kernel nodes
+      assert.truthy(m:find('cuasync.graph.name: label "kernel" is a count G.nodes keeps (G.nodes.kernel is how many such nodes the graph has): choose another name', 1, true), m)
       g:name("relax")
       assert.equal("relax", rec.next_label)
     end)
@@ -410,6 +426,36 @@ describe("graph nodes (GPU)", function()
       assert(cuasync.compare(y:download("float", n), want, { dtype = "f32", rtol = 0, atol = 0 }))
     end
     G:close()
+  end)
+
+  gpu_it("a runner last given its arguments outside a capture is refused inside one; a conditional graph's update re-instantiates; a closed graph's nodes say so", function()
+    local m = kernels()
+    local scale = m:kernel("scale", "ptr, ptr, f32, u32")
+    local odd = m:kernel("odd", "ptr, cond")
+    local n = 256
+    local a, b, c2 = cuasync.alloc(n * 4), cuasync.alloc(n * 4), cuasync.alloc(n * 4)
+    local s = cuasync.stream()
+    local run = scale:prepare({ grid = 1, block = n, stream = s }, b, a, 1.0, n)
+    run(c2, a, 2.0, n); s:synchronize()   -- given outside a capture: the graph could not know them
+    local msg = raised(function() cuasync.graph(function() run() end, { stream = s }) end)
+    assert.truthy(msg:find("kernel 'scale': a prepared runner called with no arguments inside cuasync.graph's function, after it was last given them outside: pass the arguments inside the function", 1, true), msg)
+    local G = cuasync.graph(function() run(b, a, 3.0, n) end, { stream = s })   -- given inside: kept
+    G:launch(s); s:synchronize()
+    local v, out = cuasync.alloc(4), cuasync.alloc(16)
+    local function branchy(gs, g)
+      local c = g:condition{}
+      odd:launch({ grid = 1, block = 1, stream = gs }, v, c)
+      g:if_(c, function(s2) out:fill(0x11, nil, nil, s2) end)
+    end
+    local B = cuasync.graph(branchy, { name = "branchy" })
+    local _, how = B:update(branchy)
+    assert.equal("re-instantiated: the graph has conditional nodes (their conditions belong to the graph captured)", how)
+    v:upload(ffi.new("uint32_t[1]", 3)); out:poison()
+    B:launch(); cuasync.synchronize()
+    assert.equal(0x11, out:download("uint8_t", 1)[0])
+    B:close(); G:close()
+    msg = raised(function() return G.nodes[1] end)
+    assert.truthy(msg:find("cuasync.graph.nodes: the graph is closed", 1, true), msg)
   end)
 
   gpu_it("a graph keeps its buffers alive, and refuses to launch over a closed buffer, a moved tensor map or an unloaded module", function()

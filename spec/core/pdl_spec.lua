@@ -171,15 +171,21 @@ describe("pdl", function()
     end)
 
     it("annotates a graph's dot with each programmatic node's check", function()
-      local rec = { keep = {}, count = 0 }
+      local rec = { keep = {}, count = 0, list = {}, depth = 0 }   -- as capture.lua keeps it
       local function node(name, programmatic)
         rec.count = rec.count + 1
+        rec.list[#rec.list + 1] = { kind = "kernel" }
         pdl.node(rec, record(name), programmatic)
       end
       node("producer", false); node("consumer", true)
       node("lazy_producer", false); node("consumer", true)
       rec.count = rec.count + 1   -- a copy node
+      rec.list[#rec.list + 1] = { kind = "memcpy" }
       node("consumer", true)
+      local top = rec.list        -- a conditional body: its own list, numbered from 1
+      rec.list, rec.depth = {}, 1
+      node("producer", false); node("consumer", true)
+      rec.list, rec.depth = top, 0
       local path = H.tmpdir() .. "/g.dot"
       H.write(path, 'digraph dot {\n"graph_1_node_0" [label="driver"];\n}\n')
       pdl.annotate_dot(path, rec.keep)
@@ -188,6 +194,7 @@ describe("pdl", function()
       assert.truthy(dot:find('cuasync_pdl_node_2 [shape = "note", color = "darkgreen", label = "node 2 \'consumer\' (programmatic = true)\\nwaits: calls griddepcontrol.wait\\nafter node 1 \'producer\': it calls griddepcontrol.launch_dependents"];', 1, true), dot)
       assert.truthy(dot:find('cuasync_pdl_node_4 [shape = "note", color = "orange", label = "node 4 \'consumer\' (programmatic = true)\\nwaits: calls griddepcontrol.wait\\nafter node 3 \'lazy_producer\': it never calls griddepcontrol.launch_dependents: no overlap gained"];', 1, true), dot)
       assert.truthy(dot:find("node 5 is not a kernel: nothing to overlap with", 1, true), dot)
+      assert.truthy(dot:find('cuasync_pdl_node_body_4 [shape = "note", color = "darkgreen", label = "a conditional body\'s node 2 \'consumer\' (programmatic = true)\\nwaits: calls griddepcontrol.wait\\nafter node 1 \'producer\': it calls griddepcontrol.launch_dependents"];', 1, true), dot)
       assert.truthy(dot:find("\n  }\n}\n$"), dot)
       local plain = H.tmpdir() .. "/plain.dot"   -- no programmatic node: the driver's file as it was
       H.write(plain, "digraph dot {\n}\n")

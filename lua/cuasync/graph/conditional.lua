@@ -14,6 +14,7 @@ local util = require("cuasync.util")
 local device = require("cuasync.device")
 local streams = require("cuasync.stream")
 local capture = require("cuasync.capture")
+local nodes = require("cuasync.graph.nodes")
 require("cuasync.cdef.graph")
 
 local C, errbuf, ERRLEN = native.C, native.errbuf, native.ERRLEN
@@ -47,6 +48,10 @@ function GraphBuilder:name(label)
   util.cstring("graph.name", "label", label)
   if label:match("^%d") or label == "" then
     util.fail("graph.name", ("label must not be empty or start with a digit (got %s)"):format(util.describe(label)))
+  end
+  if nodes.COUNTED[label] then
+    util.fail("graph.name", ("label %s is a count G.nodes keeps (G.nodes.%s is how many such nodes the graph has): choose another name"):format(
+      util.describe(label), label))
   end
   if rec.named[label] then util.fail("graph.name", ("a node is already named %s"):format(util.describe(label))) end
   rec.next_label = label

@@ -38,7 +38,10 @@ local count_nodes
 local cstate = capture.state
 Graph.__index = function(G, k)
   if k == "nodes" or k == "edges" then
-    if rawget(G, "h").open == 0 then return nil end
+    local h = rawget(G, "h")
+    if h.open == 0 then   -- a closed graph: any node or count asked of it is refused by name
+      return setmetatable({}, { __index = function() util.fail("graph.nodes", handle.dead("graph", h)) end })
+    end
     local counts, edges = count_nodes(rawget(G, "h").graph)
     rawset(G, "nodes", nodes.indexed(G, counts)); rawset(G, "edges", edges)
     return rawget(G, k)
@@ -228,14 +231,19 @@ function Graph:update(fn)
   util.kind("graph.update", "fn", fn, "function")
   local g, rec = record("graph.update", self.stream, fn, self.name)
   local result = ffi.new("int[1]")
-  local rc = C.cuasync_graph_update(self.h.exec, g, result, errbuf, ERRLEN)
-  if rc ~= 0 then C.cuasync_graph_destroy(g, errbuf, ERRLEN); native.check(rc) end
+  -- with conditional nodes, instantiated again: in place, its kernels would set conditions of a freed graph
+  local conditional = (rec.conditions or 0) > 0 or (self.rec.conditions or 0) > 0
+  if not conditional then
+    local rc = C.cuasync_graph_update(self.h.exec, g, result, errbuf, ERRLEN)
+    if rc ~= 0 then C.cuasync_graph_destroy(g, errbuf, ERRLEN); native.check(rc) end
+  end
   local how = "updated"
-  if result[0] ~= 0 then
+  if conditional or result[0] ~= 0 then
     local x = instantiate(g)
     native.check(C.cuasync_graph_exec_destroy(self.h.exec, errbuf, ERRLEN))
     self.h.exec = x
-    how = "re-instantiated: " .. (UPDATE[result[0]] or ("CUgraphExecUpdateResult " .. result[0]))
+    how = "re-instantiated: " .. (conditional and "the graph has conditional nodes (their conditions belong to the graph captured)"
+      or UPDATE[result[0]] or ("CUgraphExecUpdateResult " .. result[0]))
     self.reinstantiations = self.reinstantiations + 1
     native.check(C.cuasync_graph_destroy(self.h.graph, errbuf, ERRLEN))
     self.h.graph = g
@@ -275,6 +283,7 @@ end
 function Graph:close()
   self.h:close()
   self.keep, self.watched, self.rec = nil, {}, { list = {}, named = {} }
+  rawset(self, "nodes", nil); rawset(self, "edges", nil)   -- asked again, they say it is closed
 end
 
 -- G:node(i | "name"): the node, as G.nodes[i] (without listing the graph's nodes first).

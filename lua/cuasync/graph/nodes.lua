@@ -10,6 +10,7 @@ local handle = require("cuasync.handle")
 local signature = require("cuasync.signature")
 local buffer = require("cuasync.buffer")
 local held = require("cuasync.graph.held")
+local kernel = require("cuasync.kernel")
 require("cuasync.cdef.graph")
 
 local C, errbuf, ERRLEN = native.C, native.errbuf, native.ERRLEN
@@ -52,10 +53,14 @@ local function set_kernel(self, n, ...)
     self.slots, self.setters = {}, {}
     self.params = ffi.new("void *[?]", math.max(count, 1))
     local at = { where = "graph.node.set", prefix = held.node_name(info) .. ": ", rec = G.rec }
+    local maps = 0
     for i, p in ipairs(k.params) do
       self.slots[i] = signature.slot(p)
       self.params[i - 1] = self.slots[i]
-      self.setters[i] = signature.setter(i, p, self.slots[i], at)
+      if p.kind == "tensormap" then maps = maps + 1 end
+      -- as k:prepare packs them: a plan's tensor-map check first (a map of another box would
+      -- arm the wrong byte count and hang the replay)
+      self.setters[i] = kernel.setter(k, i, p, self.slots[i], maps, at)
     end
   end
   local args = { ... }
@@ -185,6 +190,7 @@ function M.indexed(G, counts)
   end })
 end
 
+M.COUNTED = COUNTED   -- names G.nodes keeps for its counts: g:name refuses them
 M.GraphNode = GraphNode
 util.methods(GraphNode, "graph.node", "node")
 return M
