@@ -15,8 +15,9 @@
 // group (order_arrive 1, after __syncwarp) or every thread (0). Group 0 starts on parity 1 (its
 // first turn passes on the fresh barrier), the others on 0; a turn's state is a
 // stage_state<order_depth> (ring.cuh), whose parity flips each time its index wraps. Waits go
-// through watchdog::spin_until with a site (role 3): a hang names the ordered barrier, the
-// group, the stage and the round. No PTX of its own: mbarrier.cuh's waits and arrivals.
+// through watchdog::spin_until with a site (role Config::order_role, the plan's): a hang names
+// the ordered barrier, the group, the stage and the round. No PTX of its own: mbarrier.cuh's
+// waits and arrivals.
 #pragma once
 
 #include <cuasync/mbarrier.cuh>
@@ -84,8 +85,8 @@ struct ordered {
         return reinterpret_cast<mbarrier_t *>(base + Config::order_offset) + d * Config::order_groups + g;
     }
 
-    // What the watchdog records for this group's wait at st: role 3 (a turn), the stage, and the
-    // turns taken (st.iteration: round x depth + stage); the arrivals [d][g] received.
+    // What the watchdog records for this group's wait at st: Config::order_role (a turn), the
+    // stage, and the turns taken (st.iteration: round x depth + stage); the arrivals [d][g] received.
     __device__ watchdog::site site(const state &st) const
     {
 #ifdef CUASYNC_WATCHDOG
@@ -94,8 +95,8 @@ struct ordered {
 #else
         const unsigned received = 0u;
 #endif
-        watchdog::site s{ smem_addr(barrier((unsigned)st.index, group)), st.phase, smem_addr(base), (unsigned)st.index, 3u,
-                          st.iteration, received, 0u };
+        watchdog::site s{ smem_addr(barrier((unsigned)st.index, group)), st.phase, smem_addr(base), (unsigned)st.index,
+                          Config::order_role, st.iteration, received, 0u };
 #ifdef CUASYNC_TRACE
         s.trace_ring = CUASYNC_TRACE_OFF;   // a turn is not a pipeline event of the timeline
 #endif

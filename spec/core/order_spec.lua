@@ -11,7 +11,7 @@ local fs = require("cuasync.fs")
 local hang = require("cuasync.hang")
 
 local function plan(order, extra)
-  local s = { name = "pingpong", stages = 2, stage_bytes = 1024, producer = { warps = 1 }, consumer = { warps = 8 },
+  local s = { name = "pingpong", stages = 2, stage_bytes = 1024, producer = { warps = 4 }, consumer = { warps = 8 },
               order = order == nil and { name = "math", groups = 2, depth = 2 } or order or nil, scratch = 4096 }
   for k, v in pairs(extra or {}) do s[k] = v end
   return cuasync.pipeline(s)
@@ -30,12 +30,19 @@ describe("pipeline order", function()
     local h = P:header()
     for _, line in ipairs({ "order_groups = 2u, order_depth = 2u;", "order_offset = 2080u, order_count = 4u;",
                             "order_arrive = 1;", "order_group_warps = 4u;", "order_alternate = true;",
-                            "order_progress = 3u;", "progress_words = 7u;" }) do
+                            "order_progress = 3u;", "progress_words = 7u;", "order_role = 3u;" }) do
       assert.truthy(h:find(line, 1, true), line)
     end
     assert.truthy(P:explain():find("order 'math': 2 groups of 4 consumer warps (a warpgroup each) take turns through 2 stages; math[0..1][0..1] at 2080, 4 arrivals each", 1, true))
+    -- empty counts one group's releases, and says so (4 warps, not the 8 consumer warps)
+    assert.truthy(P:explain():find('empty: 4 arrivals (release = "warp": one lane of each of 4 consumer warps, one group\'s of 2: with order.consume = "alternate" a stage is read by one group)', 1, true), P:explain())
+    assert.equal(3, require("cuasync.model.order_plan").ROLE)   -- the Config's order_role, the watchdog's role
+    assert.truthy(require("cuasync.hang").ROLES[3] == "consumer group")
     local T = plan({ groups = 2, arrive = "thread", consume = "all" }, { consumer = { warps = 16 } })
     assert.same({ 1, 256, 16 }, { T.order.depth, T.order.count, T.empty_count })
+    assert.truthy(T:explain():find('empty: 16 arrivals (release = "warp": one lane of each of 16 consumer warps)', 1, true), T:explain())
+    local W = plan({ groups = 2 }, { release = "warpgroup", consumer = { warps = 16 } })
+    assert.truthy(W:explain():find('empty: 2 arrivals (release = "warpgroup": one lane of each of 2 consumer warpgroups, one group\'s of 2', 1, true), W:explain())
     assert.equal("order", T.order.name)
     P:check("sm_90a")
   end)
@@ -99,6 +106,12 @@ describe("pipeline order", function()
     refuses("unknown field 'group' in order", { group = 2 })
     refuses("order.name must be an identifier of at most 32 characters", { groups = 2, name = "my order" })
     refuses('order needs producer warps (producer = { warps = n }): with producer = "all"', { groups = 2 }, { producer = "all" })
+    -- a group must be hardware warpgroups: consumer warps start at a multiple of 4
+    for _, w in ipairs({ 1, 2, 3, 5 }) do
+      refuses(("order needs producer warps in whole warpgroups (producer = { warps = n }, a multiple of 4; got %d), so that each group's warpgroups are hardware warpgroups"):format(w),
+              { groups = 2 }, { producer = { warps = w } })
+    end
+    assert.equal(2, plan(nil, { producer = { warps = 8 } }).order.groups)   -- two producer warpgroups: aligned
     local ok, err = pcall(cuasync.pipeline, { name = "cp", stages = 2, loads = { { cp_async = 4096, vector = 16, name = "x" } },
       producer = { warps = 1 }, consumer = { warps = 8 }, order = { groups = 2 } })
     assert.is_false(ok)

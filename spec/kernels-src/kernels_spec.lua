@@ -160,7 +160,7 @@ local BUILD = {
     return gemm.program(P, { arch = "sm_90a" })
   end,
   ["order_log.cu"] = function(file)
-    return cuasync.pipeline{ name = "pingpong", stages = 2, stage_bytes = 1024, producer = { warps = 1 }, consumer = { warps = 8 },
+    return cuasync.pipeline{ name = "pingpong", stages = 2, stage_bytes = 1024, producer = { warps = 4 }, consumer = { warps = 8 },
       order = { name = "math", groups = 2, depth = 2 }, scratch = 4096 }:program{ file = file, arch = "sm_90a" }
   end,
   ["pipeline_multicast.cu"] = function(file)

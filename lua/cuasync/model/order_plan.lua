@@ -20,10 +20,12 @@ local util = require("cuasync.util")
 local M = {}
 M.FIELDS = { name = true, groups = true, depth = true, arrive = true, consume = true }
 M.MAX_GROUPS, M.MAX_DEPTH = 16, 16
-M.ROLE = 3   -- the watchdog record's role of a wait for a turn (1 producer, 2 consumer)
+-- the watchdog record's role of a wait for a turn (1 producer, 2 consumer): the Config's
+-- order_role, which order.cuh's waits record (one number, here)
+M.ROLE = 3
 -- the Config members the order adds (pipeline_header.lua keeps load names off them)
 M.MEMBERS = { "order_groups", "order_depth", "order_offset", "order_count", "order_arrive", "order_group_warps",
-              "order_alternate", "order_progress" }
+              "order_alternate", "order_progress", "order_role" }
 M.KEY = "order"   -- the CPU model's barrier array (order[d * groups + g]; b1_order in a cluster)
 
 local function fail(msg) util.fail("pipeline", msg) end
@@ -65,6 +67,10 @@ function M.check(o, roles, cp)
   if cp then fail("order is for TMA/bulk plans; a cp.async plan's consumers do not take turns") end
   if roles.unified then
     fail('order needs producer warps (producer = { warps = n }): with producer = "all" thread 0 fills every stage while its group waits for its turn')
+  end
+  if roles.producer_warps % 4 ~= 0 then
+    fail(("order needs producer warps in whole warpgroups (producer = { warps = n }, a multiple of 4; got %d), so that each group's warpgroups are hardware warpgroups (wgmma, setmaxnreg and warpgroup syncs act on warps 4w..4w+3)"):format(
+      roles.producer_warps))
   end
   if roles.consumer_threads % 128 ~= 0 then
     fail(("order needs consumer warps in whole warpgroups (a multiple of 4 warps: a group is one or more warpgroups; got %d consumer threads)"):format(
@@ -207,6 +213,7 @@ function M.header(plan, lines)
     o.consume == "alternate" and "true" or "false")
   lines[#lines + 1] = ("    static constexpr unsigned order_progress = %du;  // watchdog words: arrivals each [d][g] received"):format(
     plan.progress.order)
+  lines[#lines + 1] = ("    static constexpr unsigned order_role = %du;      // the watchdog's role of a wait for a turn"):format(M.ROLE)
 end
 
 return M
