@@ -2,7 +2,9 @@
 // plan (<cuasync/pipelines/pingpong.cuh>: a bulk-copy pipeline, consumer warpgroups in groups,
 // order = { name = "math", groups = G, depth = 2 }, scratch for the logs) fixes every count and
 // offset. The producer thread streams `tiles` x `k_tiles` chunks of `in` (Plan::tx_bytes each)
-// through the stages; tile t belongs to group t % G (consume = "alternate"). A group's round:
+// through the stages; tile t belongs to group t % G (consume = "alternate": a group's pipeline
+// state starts at its first tile, math.first, and moves past the others', math.skip_others). A
+// group's round:
 //   turn 0 (the mainloop): sum its tile's chunks (each stage released by this group alone);
 //   turn 1 (the epilogue): add its part of the sum into sums[t].
 // At the start of each turn, lane 0 of each warp of the group appends (group << 16 | t) to that
@@ -48,7 +50,7 @@ extern "C" __global__ void __launch_bounds__(Plan::block) order_log(const unsign
         const unsigned G = Plan::order_groups, lane = pipe.consumer_index() % (32u * Plan::order_group_warps);
         auto turn = math.start();
         auto st = pipe.consumer_start();
-        st.advance(math.group * k_tiles);   // this group's first tile
+        math.first(st, k_tiles);                                 // this group's first tile
         for (unsigned t = math.group; t < tiles; t += G) {
             math.wait_turn(turn);                                // turn 0: the mainloop
             note(logs, 0u, math.group, t, 0u);
@@ -66,7 +68,7 @@ extern "C" __global__ void __launch_bounds__(Plan::block) order_log(const unsign
 #endif
             math.pass_turn(turn);
             turn.advance();
-            st.advance((G - 1u) * k_tiles);                      // the other groups' tiles
+            math.skip_others(st, k_tiles);                       // past the other groups' tiles
             math.wait_turn(turn);                                // turn 1: the epilogue
             note(logs, 1u, math.group, t, 0u);
             atomicAdd(&sums[t], acc);

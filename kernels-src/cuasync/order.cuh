@@ -6,8 +6,10 @@
 // offset is the plan's (Config::order_*, generated): the kernel writes none.
 //   cuasync::ordered<Plan> math(pipe);        // every thread of a consumer group: its group
 //   auto turn = math.start();
-//   for each of the group's tiles:
-//       math.wait_turn(turn); ...mainloop...; math.pass_turn(turn); turn.advance();
+//   auto st = pipe.consumer_start(); math.first(st, k_tiles);   // past the groups before this one
+//   for each of the group's tiles (t = group, group + groups, ...):
+//       math.wait_turn(turn); ...mainloop: k_tiles x consumer_wait/release...; math.pass_turn(turn); turn.advance();
+//       math.skip_others(st, k_tiles);        // past the other groups' tiles (consume = "alternate")
 //       math.wait_turn(turn); ...epilogue...; math.pass_turn(turn); turn.advance();
 // Barrier [d][g] lies at Config::order_offset + 8 (d order_groups + g) in the plan's dynamic
 // shared memory: group g waits on it, group g - 1 (mod groups) arrives on it. pipeline<Config>'s
@@ -78,6 +80,25 @@ struct ordered {
     // Where this group's turns start: group 0 on parity 1 (the fresh barrier passes its first
     // wait), the others on parity 0 (they wait for the group before them).
     __device__ state start() const { return state{ 0, group == 0u ? 1u : 0u, 0u }; }
+
+    // A group's pipeline state with consume = "alternate" (tile t is group t % groups'), from
+    // pipe.consumer_start(): move it past the tiles of the groups before this one (`iterations`
+    // pipeline iterations a tile), to this group's first tile. Without it (and skip_others) a
+    // group reads another group's stages and releases them again (an over-arrival on empty).
+    // With consume = "all" every group reads every stage: nothing. (order_plan.lua's first,
+    // which the CPU model walks.)
+    template <class State>
+    __device__ void first(State &st, unsigned iterations) const
+    {
+        if (Config::order_alternate) st.advance(group * iterations);
+    }
+    // After this group's tile (its `iterations` consumed): move st past the other groups' tiles,
+    // to this group's next. With consume = "all": nothing. (order_plan.lua's skip.)
+    template <class State>
+    __device__ void skip_others(State &st, unsigned iterations) const
+    {
+        if (Config::order_alternate) st.advance((Config::order_groups - 1u) * iterations);
+    }
 
     // Barrier [d][g].
     __device__ mbarrier_t *barrier(unsigned d, unsigned g) const

@@ -165,6 +165,30 @@ describe("pipeline order protocol", function()
     assert.truthy(C.at:find("math[0][1] of ordered barrier 'math' (cluster rank ", 1, true), C.at)
   end)
 
+  it("walks each group's pipeline state past the other groups' tiles (ordered<>::first, skip_others); without the skip it reads another tile", function()
+    local orders = require("cuasync.model.order_plan")
+    local o = plan({ groups = 4, depth = 2 }, { consumer = { warps = 16 } }).order
+    assert.same({ 0, 6, 9, 9 }, { orders.first(o, 0, 3), orders.first(o, 2, 3), orders.first(o, 3, 3), orders.skip(o, 3) })
+    local all = plan({ groups = 2, consume = "all" }).order
+    assert.same({ 0, 0 }, { orders.first(all, 1, 3), orders.skip(all, 3) })
+    -- a group that does not skip waits on a stage of another group's tile (refilled: parity
+    -- aliasing) or releases it a second time (an over-arrival on empty): each found, each seed
+    for _, c in ipairs({ { 2, 1 }, { 2, 2 }, { 3, 3 }, { 4, 1 } }) do
+      local P = plan(nil, { stages = c[1] })
+      for g = 0, 1 do
+        for seed = 1, 3 do
+          local r = P:mutate{ no_skip = g }:simulate{ iterations = 12, tile_iterations = c[2], runs = 50, seed = seed }
+          assert.is_false(r.ok, ("stages %d tile %d group %d seed %d"):format(c[1], c[2], g, seed))
+          assert.truthy((r.kind == "parity_aliasing" and r.which == "full") or (r.kind == "over_arrival" and r.which == "empty"),
+                        r:report())
+        end
+      end
+    end
+    assert.error_matches(function() plan({ groups = 2, consume = "all" }):mutate{ no_skip = 0 } end,
+      'no_skip is a fault of orders with consume = "alternate" (pipeline \'pingpong\' has consume = "all": no group skips an iteration)', nil, true)
+    assert.error_matches(function() plan():mutate{ no_skip = 2 } end, "no_skip (a group) must be an integer in 0..1 (got 2)", nil, true)
+  end)
+
   it("pins mutate's and simulate's refusals for orders", function()
     local P, Q = plan(), plan(false)
     assert.error_matches(function() Q:mutate{ skip_pass = 0 } end, "skip_pass is a fault of plans with an order; pipeline 'pingpong' has none", nil, true)

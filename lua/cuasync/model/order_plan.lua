@@ -112,6 +112,13 @@ function M.progress(plan)
   plan.progress.words = plan.progress.words + o.barriers
 end
 
+-- A group's pipeline state with consume = "alternate" (ordered<>::first and skip_others): it
+-- starts past the `n` iterations of each group before it (group g's first tile is tile g), and
+-- after each of its tiles moves past the other groups' (the next is G tiles on). With "all",
+-- every group reads every stage: nothing is skipped.
+function M.first(o, g, n) return o.consume == "alternate" and g * n or 0 end
+function M.skip(o, n) return o.consume == "alternate" and (o.groups - 1) * n or 0 end
+
 function M.name(o, d, g) return ("%s[%d][%d]"):format(o.name, d, g) end
 function M.index(o, d, g) return d * o.groups + g end
 function M.split(o, i) return math.floor(i / o.groups), i % o.groups end

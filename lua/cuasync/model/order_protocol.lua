@@ -6,14 +6,16 @@
 --   "alternate", every tile with "all"), for each stage d: wait [d][g] for phase k (group 0:
 --   k - 1), enter its turn, (d = 0, "alternate": consume the tile's pipeline iterations), leave,
 --   arrive on [d][g + 1] for phase k. With consume = "all" the tile's iterations are consumed
---   before the round's turns.
+--   before the round's turns. A group walks its pipeline state as ordered<>'s does: it starts
+--   past the groups before it (order_plan.first) and, after each tile, moves past the others'
+--   (order_plan.skip): the iterations it consumes follow from that walk, not from the tile.
 -- A tile is `tile_iterations` pipeline iterations (P:simulate's option, default 2).
 local util = require("cuasync.util")
 local orders = require("cuasync.model.order_plan")
 
 local M = {}
 
-M.MUTATIONS = { skip_pass = true, order_count = true, turn_parity_flip = true }
+M.MUTATIONS = { skip_pass = true, order_count = true, turn_parity_flip = true, no_skip = true }
 M.TILE = 2
 local KEY_PATTERN = orders.KEY   -- "order": letters only, a plain Lua pattern
 
@@ -31,6 +33,13 @@ function M.check_mutation(plan, m)
   end
   if m.skip_pass ~= nil then util.int_in("pipeline.mutate", "skip_pass (a group)", m.skip_pass, 0, o.groups - 1) end
   if m.turn_parity_flip ~= nil then util.int_in("pipeline.mutate", "turn_parity_flip (a group)", m.turn_parity_flip, 0, o.groups - 1) end
+  if m.no_skip ~= nil then
+    if o.consume ~= "alternate" then
+      util.fail("pipeline.mutate", ('no_skip is a fault of orders with consume = "alternate" (pipeline \'%s\' has consume = "%s": no group skips an iteration)'):format(
+        plan.name, o.consume))
+    end
+    util.int_in("pipeline.mutate", "no_skip (a group)", m.no_skip, 0, o.groups - 1)
+  end
   if m.order_count ~= nil then
     util.int_in("pipeline.mutate", "order_count", m.order_count, 1, 2 ^ 20 - 1)
     if m.order_count == o.count then
@@ -65,17 +74,22 @@ function M.consumers(plan, roles, key, r, iterations, tile, consume, m)
   local k_pass = (o.arrive == "warp" and 1 or 32) * warps_per_role    -- order arrivals per role
   local tiles = math.ceil(iterations / tile)
   local bkey = key .. orders.KEY
-  local function iterations_of(tl, t)
-    for i = tl * tile, math.min((tl + 1) * tile, iterations) - 1 do consume(t, r, i, k_release) end
-  end
   for g = 0, G - 1 do
     roles[("%sg%d_consumer"):format(key, g)] = { function(t)
       local bars = t.bar[bkey]
       local first, step = g, G
       if o.consume == "all" then first, step = 0, 1 end
+      local i = orders.first(o, g, tile)   -- the group's pipeline state (its iteration)
+      local function iterations_of()       -- a tile's: then past the other groups' (skip_others)
+        for _ = 1, tile do
+          if i < iterations then consume(t, r, i, k_release) end
+          i = i + 1
+        end
+        if m.no_skip ~= g then i = i + orders.skip(o, tile) end
+      end
       local k = 0
       for tl = first, tiles - 1, step do
-        if o.consume == "all" then iterations_of(tl, t) end
+        if o.consume == "all" then iterations_of() end
         for d = 0, o.depth - 1 do
           local phase = orders.phase(g, k)
           local parity = phase % 2
@@ -83,7 +97,7 @@ function M.consumers(plan, roles, key, r, iterations, tile, consume, m)
           t:wait_parity(bars[orders.index(o, d, g)], parity, phase)
           local seq = ("%s%s[%d]"):format(key, o.name, d)
           t:turn(seq, g, k, members, G)
-          if d == 0 and o.consume == "alternate" then iterations_of(tl, t) end
+          if d == 0 and o.consume == "alternate" then iterations_of() end
           t:turn_end(seq)
           if not (m.skip_pass == g and k == 0 and d == 0) then
             t:arrive(bars[orders.index(o, d, (g + 1) % G)], k_pass, k)
