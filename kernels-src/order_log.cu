@@ -12,7 +12,9 @@
 // each stage's log reads, tile by tile, 2 x order_group_warps entries of (t % G, t) (a start and
 // an end from each warp; the warps of a group are not in step). log_out: [count0, count1,
 // log0[cap], log1[cap]]. One block.
-// ORDER_SKIP_PASS=g: group g skips its first pass_turn (a planted hang for the watchdog).
+// ORDER_SKIP_PASS=g: group g skips its first pass_turn (a planted hang for the watchdog). With
+// tiles = 2 and k_tiles = 1 only group 1 waits then (the producer's two stages are fresh,
+// group 0 has no second tile).
 #include <cuasync/pipelines/pingpong.cuh>
 #include <cuasync/bulk.cuh>
 
