@@ -12,9 +12,9 @@
 // each stage's log reads, tile by tile, 2 x order_group_warps entries of (t % G, t) (a start and
 // an end from each warp; the warps of a group are not in step). log_out: [count0, count1,
 // log0[cap], log1[cap]]. One block.
-// ORDER_SKIP_PASS=g: group g skips its first pass_turn (a planted hang for the watchdog). With
-// tiles = 2 and k_tiles = 1 only group 1 waits then (the producer's two stages are fresh,
-// group 0 has no second tile).
+// ORDER_SKIP_PASS=g: group g skips its first pass_turn at turn ORDER_SKIP_TURN (default 0, the
+// mainloop's): a planted hang for the watchdog. With tiles = 2 and k_tiles = 1 only group 1
+// waits then (the producer's two stages are fresh, group 0 has no second tile).
 #include <cuasync/pipelines/pingpong.cuh>
 #include <cuasync/bulk.cuh>
 
@@ -23,6 +23,14 @@ typedef cuasync::pipeline<Plan> Pipe;
 
 static_assert(Plan::order_depth == 2, "order_log.cu: the plan's order has two turns a round (mainloop, epilogue)");
 #define CHUNK (Plan::tx_bytes / 4u)
+#ifdef ORDER_SKIP_PASS
+#ifndef ORDER_SKIP_TURN
+#define ORDER_SKIP_TURN 0
+#endif
+#define PASSES(d) (!(math.group == ORDER_SKIP_PASS && t == math.group && (d) == ORDER_SKIP_TURN))
+#else
+#define PASSES(d) true
+#endif
 #define LOG_CAP ((Plan::scratch_bytes / 4u - 2u) / 2u)
 
 // Lane 0 of each warp of the group: one entry in stage d's log (the end mark sets bit 15).
@@ -65,10 +73,7 @@ extern "C" __global__ void __launch_bounds__(Plan::block) order_log(const unsign
             }
             __nanosleep(2000);
             note(logs, 0u, math.group, t, 1u);
-#ifdef ORDER_SKIP_PASS
-            if (!(math.group == ORDER_SKIP_PASS && t == math.group))
-#endif
-            math.pass_turn(turn);
+            if (PASSES(0)) math.pass_turn(turn);
             turn.advance();
             math.skip_others(st, k_tiles);                       // past the other groups' tiles
             math.wait_turn(turn);                                // turn 1: the epilogue
@@ -76,7 +81,7 @@ extern "C" __global__ void __launch_bounds__(Plan::block) order_log(const unsign
             atomicAdd(&sums[t], acc);
             __nanosleep(2000);
             note(logs, 1u, math.group, t, 1u);
-            math.pass_turn(turn);
+            if (PASSES(1)) math.pass_turn(turn);
             turn.advance();
         }
     }

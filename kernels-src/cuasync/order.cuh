@@ -18,8 +18,10 @@
 // first turn passes on the fresh barrier), the others on 0; a turn's state is a
 // stage_state<order_depth> (ring.cuh), whose parity flips each time its index wraps. Waits go
 // through watchdog::spin_until with a site (role Config::order_role, the plan's): a hang names
-// the ordered barrier, the group, the stage and the round. No PTX of its own: mbarrier.cuh's
-// waits and arrivals.
+// the ordered barrier, the group, the stage and the round. Traced, a group stores the records
+// its pipeline holds (pipeline_stages::trace_store) before it waits for a turn: a group killed
+// there keeps its last release in the post-mortem. No PTX of its own: mbarrier.cuh's waits and
+// arrivals.
 #pragma once
 
 #include <cuasync/mbarrier.cuh>
@@ -28,6 +30,7 @@
 namespace cuasync {
 
 template <class Config> struct pipeline;   // its progress words (the watchdog's), at instantiation
+template <class Config> struct pipeline_stages;   // its held trace records (trace_store), at instantiation
 
 namespace detail {
 template <class T> struct order_void { typedef void type; };
@@ -65,17 +68,34 @@ struct ordered {
 
     unsigned char *base;   // the plan's dynamic shared memory (pipeline<Config>::base)
     unsigned group;
+#ifdef CUASYNC_TRACE
+    const pipeline_stages<Config> *pipe_;   // the plan's pipeline, whose held records a wait stores first
+#endif
 
     // The group of the calling consumer thread: consumer warps in order, order_group_warps each.
     __device__ static unsigned group_of()
     {
         return (threadIdx.x - 32u * Config::producer_warps) / (32u * Config::order_group_warps);
     }
-    // From the plan's pipeline (any object with its `base`), for this thread's group or a given one.
+    // From the plan's pipeline (pipeline<Config>), for this thread's group or a given one. Traced,
+    // it keeps a pointer to it (not a copy: the pipeline's held records are the original's).
+    // (A pipeline of another plan does not convert to pipeline_stages<Config>: refused.)
     template <class Pipe>
-    __device__ explicit ordered(const Pipe &pipe) : base(pipe.base), group(group_of()) {}
+    __device__ explicit ordered(const Pipe &pipe) : base(pipe.base), group(group_of())
+    {
+        (void)static_cast<const pipeline_stages<Config> *>(&pipe);
+#ifdef CUASYNC_TRACE
+        pipe_ = &pipe;
+#endif
+    }
     template <class Pipe>
-    __device__ ordered(const Pipe &pipe, unsigned g) : base(pipe.base), group(g) {}
+    __device__ ordered(const Pipe &pipe, unsigned g) : base(pipe.base), group(g)
+    {
+        (void)static_cast<const pipeline_stages<Config> *>(&pipe);
+#ifdef CUASYNC_TRACE
+        pipe_ = &pipe;
+#endif
+    }
 
     // Where this group's turns start: group 0 on parity 1 (the fresh barrier passes its first
     // wait), the others on parity 0 (they wait for the group before them).
@@ -127,6 +147,9 @@ struct ordered {
     // Every thread of the group: wait until the group before passed its turn at st's stage.
     __device__ void wait_turn(const state &st) const
     {
+#ifdef CUASYNC_TRACE
+        pipe_->trace_store();   // the thread is about to spin: its pipeline's held records first
+#endif
         mbarrier::wait_parity(barrier((unsigned)st.index, group), st.phase, site(st));
     }
 

@@ -229,7 +229,8 @@ describe("pipeline order protocol", function()
 
   it("compiles order_log.cu under NVRTC (watched, plain, traced, planted) and refuses ordered<> on a plan without one", function()
     local P = plan()
-    for _, o in ipairs({ {}, { watchdog = false }, { trace = true }, { defines = { ORDER_SKIP_PASS = 0 } } }) do
+    for _, o in ipairs({ {}, { watchdog = false }, { trace = true }, { defines = { ORDER_SKIP_PASS = 0 } },
+                         { trace = true, defines = { ORDER_SKIP_PASS = 0, ORDER_SKIP_TURN = 1 } } }) do
       o.file, o.arch = "order_log.cu", "sm_90a"
       local ptx = P:program(o):ptx()
       assert.truthy(ptx:find("mbarrier.try_wait.parity", 1, true))
@@ -309,5 +310,31 @@ describe("pipeline order kernels", function()
     cuasync.synchronize()
     assert.equal(4 * 2 * 4, o.logs:download("uint32_t", 1)[0])
     assert.truthy(P)
+  end)
+
+  gpu_it("traced, a group killed in wait_turn keeps its last release in the post-mortem (wait_turn stores the pipeline's held records)", function()
+    -- group 0 skips its epilogue pass: group 1 consumed tile 1 (iteration 1, stage 1), released
+    -- it (a record the pipeline holds), passed its mainloop turn, and waits for the epilogue's
+    local P = plan()
+    local k = P:program{ file = "order_log.cu", defines = { ORDER_SKIP_PASS = 0, ORDER_SKIP_TURN = 1 },
+                         watchdog = { timeout_ms = 300 }, trace = { blocks = "all" } }:compile()
+      :kernel("order_log", "ptr, ptr, ptr, u32, u32")
+    local src = H.random_words(2 * P.tx_bytes / 4)
+    local sums, logs = cuasync.alloc(4 * 2), cuasync.alloc(P.scratch_bytes)
+    k:launch(P:launch_config{ grid = 1 }, src, sums, logs, 2, 1)
+    local ok, err = pcall(cuasync.synchronize)
+    assert.is_false(ok)
+    assert.is_true(cuasync.is_hang(err), tostring(err))
+    assert.truthy(tostring(err):find("(consumer group 1) waited", 1, true), tostring(err))
+    assert.truthy(tostring(err):find("on math[1][1] of ordered barrier 'math' (stage 1, group 1, round 0, phase 0, parity 0)", 1, true), tostring(err))
+    assert.truthy(err.last_events, "no last events in a traced kernel's post-mortem")
+    for w = 8, 11 do   -- group 1's warps (4 producer warps, then group 0's 4)
+      local line
+      for _, l in ipairs(err.last_events) do
+        if l:find("^warp " .. w .. "[ :]") then line = l end
+      end
+      assert.truthy(line, ("warp %d has no line in the post-mortem:\n%s"):format(w, err:explain()))
+      assert.truthy(line:find("release empty[1] · it 1", 1, true), line)
+    end
   end)
 end)
