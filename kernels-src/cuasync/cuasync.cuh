@@ -10,6 +10,7 @@
 #include <cuasync/ring.cuh>
 #include <cuasync/pipeline.cuh>
 #include <cuasync/pipeline_cp_async.cuh>   // also through pipeline.cuh
+#include <cuasync/order.cuh>               // also through pipeline.cuh
 #include <cuasync/cluster.cuh>
 #include <cuasync/warpgroup.cuh>
 #include <cuasync/pdl.cuh>

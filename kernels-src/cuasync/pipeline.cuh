@@ -21,6 +21,7 @@
 #include <cuasync/cluster.cuh>             // the plan's peers
 #include <cuasync/ring.cuh>                // stage_state; pipeline_ring for those who include this header
 #include <cuasync/pipeline_cp_async.cuh>   // completions "mbarrier" and "group"
+#include <cuasync/order.cuh>               // a plan's ordered barrier (order = {...}), initialized by init()
 
 namespace cuasync {
 
@@ -276,6 +277,7 @@ public:
                 mbarrier::init(this->full(s), Config::full_count);
                 mbarrier::init(this->empty(s), Config::empty_count);
             }
+            order_init<Config>(this->base);   // nothing for a plan without an order
 #ifdef CUASYNC_WATCHDOG
             for (unsigned w = 0; w < Config::progress_words; ++w) progress()[w] = 0u;
 #endif

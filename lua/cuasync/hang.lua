@@ -6,10 +6,11 @@
 local errors = require("cuasync.errors")
 local mbarrier = require("cuasync.model.mbarrier")
 local names = require("cuasync.model.barrier_names")
+local orders = require("cuasync.model.order_plan")
 local trace = require("cuasync.trace.read")
 
 local M = {}
-M.ROLES = { [1] = "producer", [2] = "consumer" }
+M.ROLES = { [1] = "producer", [2] = "consumer", [orders.ROLE] = "consumer group" }
 M.LAST_EVENTS = 4   -- per warp, in the post-mortem of a traced kernel
 
 local Hang = errors.Hang
@@ -45,8 +46,16 @@ function M.error_from(r, mod, rc_ok)
     pipeline = plan and plan.name or nil, plan = plan, context_ok = rc_ok, sticky = not rc_ok,
   }
   local name, which = barrier_name(plan, r)
+  -- a wait for a turn of the plan's ordered barrier (order.cuh): named as the CPU model names it
+  local turn = not name and plan and r.base ~= 0 and r.bar >= r.base and orders.hang_place(plan, r.bar - r.base, r,
+    plan.cluster_size > 1 and r.cluster_rank or nil)
+  if turn then
+    name, which = turn.name, "order"
+    e.order, e.group, e.round, e.phase = plan.order.name, turn.group, turn.round, turn.phase
+    e.role = ("consumer group %d"):format(turn.group)
+  end
   e.barrier, e.which = name or (r.bar ~= 0 and ("the mbarrier at shared 0x%x"):format(r.bar) or "a bounded wait"), which
-  if which and e.iteration then e.phase = names.phase(which, e.iteration, plan.stages) end
+  if which and which ~= "order" and e.iteration then e.phase = names.phase(which, e.iteration, plan.stages) end
   if which == "full" and plan.kind ~= "cp_async" then e.armed = plan.tx_bytes end
   local who = e.kernels and #e.kernels > 0 and table.concat(e.kernels, " or ") or ("'%s'"):format(e.kernel)
   local parts = { ("cuasync.watchdog: kernel %s hung: block (%d,%d,%d)"):format(who, e.block[1], e.block[2], e.block[3]) }
@@ -54,7 +63,7 @@ function M.error_from(r, mod, rc_ok)
   local rank = plan and plan.cluster_size > 1 and e.cluster_rank or nil
   if rank and not placed then parts[#parts + 1] = (" (cluster rank %d)"):format(rank) end
   -- a plan's barrier placed in the words the CPU model's result uses for it (barrier_names)
-  local where = placed and names.place{ pipeline = e.pipeline, which = which, stage = e.stage, phase = e.phase,
+  local where = turn and turn.at or placed and names.place{ pipeline = e.pipeline, which = which, stage = e.stage, phase = e.phase,
                                         parity = e.parity, iteration = e.iteration, rank = rank } or e.barrier
   e.at = placed and where or nil
   parts[#parts + 1] = (" warp %d%s waited %d ms on %s"):format(e.warp, e.role and (" (" .. e.role .. ")") or "",
@@ -82,6 +91,7 @@ end
 function M.progress(e)
   local plan = e.plan
   if not (plan and e.which and e.iteration) then return nil end
+  if e.which == "order" then return orders.hang_progress(plan, e) end
   local phase = names.phase(e.which, e.iteration, plan.stages)   -- of the barrier waited on
   if e.which == "empty" and e.received and phase >= 0 then
     local need = plan.empty_count
@@ -111,7 +121,8 @@ function Hang:explain()
   local out = { tostring(self) }
   local p = M.progress(self)
   local causes = {}
-  if plan and self.role and self.iteration then
+  if self.which == "order" then orders.hang_causes(plan, self, p, causes)
+  elseif plan and self.role and self.iteration then
     local pass = math.floor(self.iteration / plan.stages)
     local want = self.role == "consumer" and pass % 2 or (pass + 1) % 2
     if self.parity ~= want then

@@ -21,6 +21,7 @@ local cxx = require("cuasync.model.cxx_names")
 local cp_async = require("cuasync.model.cp_async_plan")
 local pipeline_loads = require("cuasync.pipeline_loads")
 local protocol = require("cuasync.model.pipeline_protocol")
+local orders = require("cuasync.model.order_plan")
 
 local M = {}
 local Pipeline = {}
@@ -28,7 +29,7 @@ Pipeline.__index = Pipeline
 
 -- The fields cuasync.pipeline{...} takes (the one list; docs_spec holds the reference to it).
 M.FIELDS = { name = true, stages = true, loads = true, stage_bytes = true, producer = true, consumer = true,
-             cluster = true, multicast = true, scratch = true, release = true, completion = true }
+             cluster = true, multicast = true, scratch = true, release = true, completion = true, order = true }
 local FIELDS = M.FIELDS
 
 local function fail(msg) util.fail("pipeline", msg) end
@@ -71,8 +72,9 @@ function M.new(spec)
   end
   pipeline_loads.multicast(spec, loads, cluster)
   local scratch = util.int_in("pipeline", "scratch", spec.scratch or 0, 0, 2 ^ 20)
+  local order = orders.check(spec.order, roles, cp)
   local plan = plans.derive{ name = name, stages = stages, loads = loads, roles = roles, cluster = cluster,
-                             cluster_size = size, scratch = scratch, completion = completion }
+                             cluster_size = size, scratch = scratch, completion = completion, order = order }
   plan.cluster_given = spec.cluster ~= nil
   plans.check_layout(plan)
   return setmetatable(plan, Pipeline)

@@ -91,7 +91,7 @@ local function untraced_copy(dir)
 end
 
 describe("trace off", function()
-  it("compiles to the PTX of the headers with every trace line removed (TMA, cp.async both forms, multicast, GEMM, plain)", function()
+  it("compiles to the PTX of the headers with every trace line removed (TMA, cp.async both forms, multicast, GEMM, plain, ordered consumers)", function()
     local dir = H.tmpdir()
     untraced_copy(dir .. "/k")
     local code = [[
@@ -110,6 +110,8 @@ describe("trace off", function()
           arch = "sm_90a", defines = { BOX_X = 64, BOX_Y = 32 } },
         require("cuasync.kernels.gemm").program({ stages = 4, bm = 128, bn = 128, m = 1024, n = 1024, k = 1024 }, { arch = "sm_90a" }),
         cuasync.program{ file = "block_async.cu", arch = "sm_90a" },
+        cuasync.pipeline{ name = "pingpong", stages = 2, stage_bytes = 1024, producer = { warps = 4 }, consumer = { warps = 8 },
+          order = { name = "math", groups = 2, depth = 2 }, scratch = 4096 }:program{ file = "order_log.cu", arch = "sm_90a" },
       }
       for _, p in ipairs(progs) do print(fs.sha256(p:ptx())) end
     ]]
@@ -118,7 +120,7 @@ describe("trace off", function()
     local ok2, stripped = H.luajit(code, { CUASYNC_CACHE_DIR = dir .. "/c2", CUASYNC_KERNELS = dir .. "/k" }, 300)
     assert.is_true(ok2, stripped)
     local _, n = plain:gsub("%x+\n", "")
-    assert.equal(6, n, plain)
+    assert.equal(7, n, plain)
     assert.equal(stripped, plain)
   end)
 end)

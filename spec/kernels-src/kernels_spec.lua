@@ -125,6 +125,10 @@ local EXPECT = {
   ["compare_words.cu"] = { "ld.global.v4.u32", "atom.global.add.u64" },
   ["probe_memory.cu"] = { "ld.global.cg.u32", "rem.u64", "cp.async.bulk.global.shared::cta.bulk_group", "mbarrier::complete_tx::bytes", "%globaltimer" },   -- the chase reads through L2 only; the load is a bulk copy
   ["cp_async_cxx.cu"] = { "cp.async.cg.shared.global", "cp.async.mbarrier.arrive", "mbarrier.try_wait" },
+  ["order_log.cu"] = {   -- built from a plan with an order (two groups, two turns), with the watchdog
+    "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes", "mbarrier.try_wait.parity.shared::cta.b64",
+    "mbarrier.arrive.shared::cta.b64", "atom.shared.add.u32", "nanosleep", "%globaltimer",
+  },
   ["pipeline_multicast.cu"] = {
     "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster",
     "mbarrier.arrive.release.cta.shared::cluster.b64", "barrier.cluster.arrive.release.aligned",
@@ -154,6 +158,10 @@ local BUILD = {
     local P = gemm.plan{ stages = 4, bm = 128, bn = 128, m = 1024, n = 1024, k = 1024 }
     assert.equal("gemm_tma.cu", file)
     return gemm.program(P, { arch = "sm_90a" })
+  end,
+  ["order_log.cu"] = function(file)
+    return cuasync.pipeline{ name = "pingpong", stages = 2, stage_bytes = 1024, producer = { warps = 4 }, consumer = { warps = 8 },
+      order = { name = "math", groups = 2, depth = 2 }, scratch = 4096 }:program{ file = file, arch = "sm_90a" }
   end,
   ["pipeline_multicast.cu"] = function(file)
     return cuasync.pipeline{ name = "mc", stages = 4, loads = { { map = plan_map{ 64, 16 }, name = "a" } }, multicast = { a = "x" },

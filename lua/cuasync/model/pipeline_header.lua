@@ -2,6 +2,7 @@
 -- pipeline.cuh's pipeline<Config> reads every count and offset from, and the same numbers as
 -- preprocessor defines. Pure Lua.
 local plans = require("cuasync.model.pipeline_plan")
+local orders = require("cuasync.model.order_plan")
 
 local M = {}
 
@@ -14,6 +15,7 @@ for w in ([[stages completion tx_bytes stage_pitch align full_offset empty_offse
   progress_armed progress_committed progress_words loads load_offset load_box_bytes load_box_smem
   load_boxes load_slices load_multicast load_vector load_copies load_row load_cg
   load_zero_fill]]):gmatch("%S+") do M.MEMBERS[w] = true end
+for _, w in ipairs(orders.MEMBERS) do M.MEMBERS[w] = true end
 
 -- The C++ Config.
 function M.header(plan)
@@ -80,6 +82,7 @@ function M.header(plan)
   for _, l in ipairs(plan.loads) do   -- names checked by pipeline.new (M.MEMBERS, cxx_names)
     lines[#lines + 1] = ("    static constexpr int %s = %d;"):format(l.name, l.index)
   end
+  orders.header(plan, lines)   -- an order's members (none without one)
   lines[#lines + 1] = "};"
   lines[#lines + 1] = "} }"
   return table.concat(lines, "\n") .. "\n"

@@ -4,12 +4,14 @@
 local util = require("cuasync.util")
 local ring = require("cuasync.model.ring")
 local cp_async = require("cuasync.model.cp_async_plan")
+local orders = require("cuasync.model.order_plan")
 
 local M = {}
 
 local function fail(msg) util.fail("pipeline", msg) end
 
--- { {name, offset, bytes, align}, ... } in address order: stage buffers, then full[], empty[].
+-- { {name, offset, bytes, align}, ... } in address order: stage buffers, then full[], empty[], an
+-- order's [d][g], the scratch region.
 function M.layout(plan)
   local out = {}
   for s = 0, plan.stages - 1 do
@@ -25,6 +27,7 @@ function M.layout(plan)
                         bytes = ring.BARRIER_BYTES, align = ring.BARRIER_BYTES }
     end
   end
+  orders.layout(plan, out)
   if (plan.scratch_bytes or 0) > 0 then
     out[#out + 1] = { name = "scratch", offset = plan.scratch_offset, bytes = plan.scratch_bytes, align = 1024 }
   end
@@ -99,15 +102,20 @@ function M.explain(plan)
   out[#out + 1] = ("  stage pitch %d B (aligned to %d) x %d = %d B; full[0..%d] at %d, empty[0..%d] at %d; + %d B slack to align the dynamic base to %d = %d B of dynamic shared memory"):format(
     plan.pitch, plan.align, plan.stages, plan.data_bytes, plan.stages - 1, plan.full_offset, plan.stages - 1,
     plan.empty_offset, plan.slack, plan.align, plan.smem_bytes)
+  orders.explain(plan, out)
   if (plan.scratch_bytes or 0) > 0 then
     out[#out + 1] = ("  scratch: %d B at %d (the kernel's own region, 1024-aligned)"):format(plan.scratch_bytes, plan.scratch_offset)
   end
+  -- the releasing warps, warpgroups or threads of one block (consume = "alternate": one group's)
+  local units = orders.arrivals(plan, r)
+  local of_group = units ~= r.arrivals and (", one group's of %d: with order.consume = \"alternate\" a stage is read by one group"):format(
+    plan.order.groups) or ""
   out[#out + 1] = ("  %sempty: %d arrivals (%s%s)"):format(
     cp and "" or ("full: %d arrival (the producer's arrive.expect_tx) + %d tx bytes; "):format(plan.full_count, plan.tx_bytes),
     plan.empty_count,
-    r.release == "warp" and ("release = \"warp\": one lane of each of %d consumer warps"):format(r.consumer_warps)
-      or r.release == "warpgroup" and ("release = \"warpgroup\": one lane of each of %d consumer warpgroups; a warpgroup releases when its warps are done with the stage, as after wgmma.wait_group"):format(r.consumer_warps / 4)
-      or ("release = \"thread\": each of %d consumer threads"):format(r.consumer_threads),
+    r.release == "warp" and ("release = \"warp\": one lane of each of %d consumer warps%s"):format(units, of_group)
+      or r.release == "warpgroup" and ("release = \"warpgroup\": one lane of each of %d consumer warpgroups%s; a warpgroup releases when its warps are done with the stage, as after wgmma.wait_group"):format(units, of_group)
+      or ("release = \"thread\": each of %d consumer threads%s"):format(units, of_group),
     plan.peer_count > 1 and (", from each of the %d blocks whose copies land here (%s)"):format(plan.peer_count,
       r.release == "thread" and "each thread arrives on every one of them"
       or ("lane k of the releasing %s arrives on the k-th of them, in parallel"):format(r.release == "warp" and "warp" or "warpgroup's warps")) or "")

@@ -15,6 +15,7 @@ local ring = require("cuasync.model.ring")
 local rules = require("cuasync.model.launch_rules")
 local cp_async = require("cuasync.model.cp_async_plan")
 local layout = require("cuasync.model.pipeline_layout")
+local orders = require("cuasync.model.order_plan")
 
 local M = {}
 M.MAX_STAGES = 64        -- pipeline.cuh's bound
@@ -140,7 +141,7 @@ function M.peers(plan, r)
 end
 
 -- derive{ name, stages, loads = {descriptors} | stage_bytes = n, roles, cluster, cluster_size, scratch = bytes,
---         completion = "mbarrier" | "group" (cp.async loads) }
+--         completion = "mbarrier" | "group" (cp.async loads), order = model/order_plan.check's result }
 function M.derive(o)
   local plan = { name = o.name, stages = o.stages, roles = o.roles, cluster = o.cluster, cluster_size = o.cluster_size,
                  loads = {}, kind = "tma" }
@@ -173,6 +174,7 @@ function M.derive(o)
   plan.full_offset = round_up(plan.data_bytes, ring.BARRIER_BYTES)
   plan.empty_offset = plan.full_offset + ring.BARRIER_BYTES * o.stages
   plan.barrier_end = plan.empty_offset + ring.BARRIER_BYTES * o.stages
+  if o.order then orders.place(plan, o.order) end   -- the ordered barrier's [d][g] follow empty[]
   -- scratch: a region of the kernel's own after the barriers (an epilogue's staging buffer),
   -- 1024-aligned so that any swizzle or TMA store may use it
   plan.scratch_bytes = o.scratch or 0
@@ -186,10 +188,11 @@ function M.derive(o)
   plan.block = o.roles.block
   plan.full_count = 1   -- one elected producer thread arrives (with expect_tx) per stage
   plan.peer_count = #M.peers(plan, 0)
-  plan.empty_count = o.roles.arrivals * plan.peer_count
+  plan.empty_count = orders.arrivals(plan, o.roles) * plan.peer_count
   -- the watchdog's progress words (static shared memory, 4 bytes each): the arrivals each
   -- empty barrier received, then the stages the producer armed; the Config carries the offsets
   plan.progress = { received = 0, armed = o.stages, words = o.stages + 1 }
+  orders.progress(plan)
   if o.completion then cp_async.derive(plan, o.completion) end
   if plan.empty_count > M.MAX_ARRIVALS then
     fail(("empty barriers would expect %d arrivals, more than 2^20-1"):format(plan.empty_count))

@@ -13,12 +13,14 @@ local util = require("cuasync.util")
 local protocol = require("cuasync.model.protocol")
 local plans = require("cuasync.model.pipeline_plan")
 local names = require("cuasync.model.barrier_names")
+local order = require("cuasync.model.order_protocol")
 
 local M = {}
 
 M.MAX_WORK = 250000   -- iterations x runs x simulated roles of one simulate call
 M.MUTATIONS = { tx_delta = true, consumer_arrivals = true, parity_flip = true, producer_exits_at = true,
                 skip_commit = true, wait_depth_delta = true, early_read = true }
+for k in pairs(order.MUTATIONS) do M.MUTATIONS[k] = true end   -- an order's faults (order_protocol.lua)
 local CP_ONLY = { skip_commit = 'completion = "mbarrier"', wait_depth_delta = 'completion = "group"', early_read = "cp.async" }
 
 function M.check_mutation(plan, m)
@@ -58,6 +60,7 @@ function M.check_mutation(plan, m)
     util.fail("pipeline.mutate", ("parity_flip must be true (got %s)"):format(util.describe(m.parity_flip)))
   end
   if m.producer_exits_at ~= nil then util.int_in("pipeline.mutate", "producer_exits_at", m.producer_exits_at, 0, 2 ^ 31) end
+  order.check_mutation(plan, m)
   return m
 end
 
@@ -65,8 +68,9 @@ local function bar_key(plan, which, r)
   return names.key(which, plan.cluster_size > 1 and r or nil)
 end
 
--- The model.run spec for `iterations` iterations of the plan (mutated by m, or nil).
-function M.spec(plan, iterations, m)
+-- The model.run spec for `iterations` iterations of the plan (mutated by m, or nil); with an
+-- order, its consumers take turns a tile of `tile` iterations at a time (order_protocol.lua).
+function M.spec(plan, iterations, m, tile)
   m = m or {}
   local S, blocks = plan.stages, plan.cluster_size
   local tx_arm = plan.tx_bytes + (m.tx_delta or 0)
@@ -75,6 +79,7 @@ function M.spec(plan, iterations, m)
   for r = 0, blocks - 1 do
     barriers[bar_key(plan, "full", r)] = { count = plan.full_count, n = S }
     barriers[bar_key(plan, "empty", r)] = { count = plan.empty_count, n = S }
+    if plan.order then order.barriers(plan, barriers, blocks > 1 and ("b%d_"):format(r) or "", m) end
   end
   -- each load's copies from block r: to itself, or one slice to every block of its line
   local function issue(t, r, s)
@@ -136,7 +141,7 @@ function M.spec(plan, iterations, m)
         for i = 0, last - 1 do produce(t, r, i) end
         tail(t, r)
       end
-      consumers(key, r, arrivals)
+      if plan.order then order.consumers(plan, roles, key, r, iterations, tile, consume, m) else consumers(key, r, arrivals) end
     end
   end
   return { barriers = barriers, roles = roles }
@@ -221,14 +226,15 @@ function M.simulate(plan, o, m)
   o = o or {}
   util.kind("pipeline.simulate", "argument", o, "table")
   util.known_fields("pipeline.simulate", o, { iterations = true, seed = true, runs = true, explore = true, bound = true,
-                                              async = true })
+                                              async = true, tile_iterations = true })
   local iterations = util.int_in("pipeline.simulate", "iterations", o.iterations or 2 * plan.stages + 1, 1, M.MAX_WORK)
   local runs = util.int_in("pipeline.simulate", "runs", o.runs or 20, 1, M.MAX_WORK)
   local many, what = runs, "runs"
   if o.explore == "exhaustive" then
     many, what = util.int_in("pipeline.simulate", "bound", o.bound or 2000, 1, M.MAX_WORK), "bound"
   end
-  local spec = plan.kind == "cp_async" and M.spec_cp(plan, iterations, m or {}) or M.spec(plan, iterations, m)
+  local tile = order.tile(plan, o.tile_iterations)
+  local spec = plan.kind == "cp_async" and M.spec_cp(plan, iterations, m or {}) or M.spec(plan, iterations, m, tile)
   -- the work grows with the roles too (each is a simulated thread or warp): the defaults shrink
   -- the runs to fit; what the caller asked for is refused when over
   local roles = 0
@@ -247,6 +253,7 @@ function M.simulate(plan, o, m)
   r.iterations = iterations
   local which, s, b = names.parse(not r.ok and r.barrier)
   if which then r.block, r.stage, r.which = b or 0, s, which end
+  if plan.order then order.result(r, plan, which, s, b) end
   if which and names.WHICH[which] then
     -- placed in the words the watchdog's hang message uses for the same barrier (barrier_names)
     r.pipeline = plan.name

@@ -9,7 +9,8 @@
 --   r.ok, r.kind ("deadlock" | "tx_overflow" | "over_arrival" | "parity_aliasing" |
 --   "early_completion" (a copy landed after its phase completed: armed with too few bytes) |
 --   "race" (a read of a stage with a cp.async still landing in it) | "stale" (a read of a stage
---   last filled for another iteration) | "error" | "step_limit"), r.message, r.role, r.barrier, r.timeline[role], r.barriers[name], r:report()
+--   last filled for another iteration) | "order" (groups out of turn: model/order_turns.lua) |
+--   "error" | "step_limit"), r.message, r.role, r.barrier, r.timeline[role], r.barriers[name], r:report()
 --   exhaustive: r.complete (every interleaving ran; false when the bound stopped it: r.ok then
 --   only says no fault was found, and the report says "incomplete")
 -- Inside a role, t is the role's handle: t.bar.full[0] (arrays count from 0, as on the device),
@@ -17,7 +18,8 @@
 -- t:arrive_expect_tx(b, bytes[, n]) t:bulk(bytes, b) (lands later) t:wait_parity(b, parity[, phase])
 -- t:wait(b, token) t:note(text), and per-thread copies (model/async_copies.lua): t:cp_async(bytes,
 -- stage[, iteration]) t:commit_group() t:wait_group(n) t:cp_async_arrive(b[, n[, noinc]])
--- t:read(stage[, iteration]); a read of a stage with a copy still landing there is a "race", one
+-- t:read(stage[, iteration]), t:turn(seq, group, round, members, groups) t:turn_end(seq) (an
+-- ordered barrier's turns, checked in order: model/order_turns.lua); a read of a stage with a copy still landing there is a "race", one
 -- whose copies were for another iteration is "stale". Every call is a step the scheduler orders. A wait may name the
 -- phase it means (the phase number whose completion it waits for; -1 is the one before init);
 -- without it, the role's next phase of that barrier is assumed. A wait that passes on any other

@@ -4,6 +4,7 @@
 -- the scheduler turns into the result. Pure Lua.
 local mbarrier = require("cuasync.model.mbarrier")
 local copies = require("cuasync.model.async_copies")
+local turns = require("cuasync.model.order_turns")
 
 local M = {}
 
@@ -54,6 +55,8 @@ local function perform(run, role, a)
   if a.op == "commit_group" then return nil, copies.commit(role) end
   if a.op == "wait_group" then return nil, copies.wait_done(role, a) end
   if a.op == "read" then return nil, copies.read(run, role, a, fault) end
+  if a.op == "turn" then return nil, turns.enter(run, role, a, fault) end
+  if a.op == "turn_end" then return nil, turns.leave(run, role, a) end
   local b = a.b
   local before = b:state()
   local name = role.name

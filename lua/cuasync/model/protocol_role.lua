@@ -4,6 +4,7 @@
 local util = require("cuasync.util")
 local mbarrier = require("cuasync.model.mbarrier")
 local actions = require("cuasync.model.protocol_actions")
+local turns = require("cuasync.model.order_turns")
 
 local M = {}
 local fault, Fault = actions.fault, actions.Fault
@@ -24,6 +25,11 @@ function Role:commit_group() return step(self, { op = "commit_group" }) end
 function Role:wait_group(n) return step(self, { op = "wait_group", n = n }) end
 function Role:cp_async_arrive(b, n, noinc) return step(self, { op = "cp_async_arrive", b = b, n = n or 1, noinc = noinc == true }) end
 function Role:read(stage, iteration) return step(self, { op = "read", stage = stage, iteration = iteration }) end
+-- an ordered barrier's turns (model/order_turns.lua): enter after the wait, leave before passing it on
+function Role:turn(seq, group, round, members, groups)
+  return step(self, { op = "turn", seq = seq, group = group, round = round, members = members, groups = groups })
+end
+function Role:turn_end(seq) return step(self, { op = "turn_end", seq = seq }) end
 function Role:note(text) self.log[#self.log + 1] = ("step %d: %s"):format(self.run.steps, tostring(text)) end
 M.Role = Role
 
@@ -43,7 +49,7 @@ local function bar_check(role, a, what)
 end
 
 -- Actions that name no barrier (the per-thread copies of model/async_copies.lua).
-local BARRIERLESS = { cp_async = true, commit_group = true, wait_group = true, read = true }
+local BARRIERLESS = { cp_async = true, commit_group = true, wait_group = true, read = true, turn = true, turn_end = true }
 
 function M.resume(run, role, value)
   -- the first resume hands the role its handle; later ones hand back the step's result only
@@ -68,6 +74,8 @@ function M.resume(run, role, value)
     fault("error", role.name, nil, ("%s yielded %s: roles act only through t's methods"):format(role.name, util.describe(action)))
   end
   if BARRIERLESS[action.op] then
+    local misuse = (action.op == "turn" or action.op == "turn_end") and turns.misuse(role, action)
+    if misuse then fault("error", role.name, nil, misuse) end
     if action.op == "wait_group" and (not util.is_integer(action.n) or action.n < 0) then
       fault("error", role.name, nil, ("%s: wait_group's n must be a non-negative integer (got %s)"):format(role.name, util.describe(action.n)))
     end

@@ -13,7 +13,7 @@ local device_doc_sm = require("cuasync.tools.device_doc_sm")
 local M = {}
 
 -- The headers in the order a reader meets them (one concept each).
-M.ORDER = { "arch", "mbarrier", "cp_async", "bulk", "tma", "cluster", "ring", "pipeline", "pipeline_cp_async", "trace", "watchdog", "pdl", "graph", "warpgroup",
+M.ORDER = { "arch", "mbarrier", "cp_async", "bulk", "tma", "cluster", "ring", "pipeline", "pipeline_cp_async", "order", "trace", "watchdog", "pdl", "graph", "warpgroup",
             "wgmma", "cuasync" }
 
 local function trim(s) return (s:gsub("^%s+", ""):gsub("%s+$", "")) end
