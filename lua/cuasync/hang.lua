@@ -9,7 +9,7 @@ local names = require("cuasync.model.barrier_names")
 local trace = require("cuasync.trace.read")
 
 local M = {}
-M.ROLES = { [1] = "producer", [2] = "consumer" }
+M.ROLES = { [1] = "producer", [2] = "consumer", [3] = "turnstile" }   -- 3: turnstile.cuh's wait_eq
 M.LAST_EVENTS = 4   -- per warp, in the post-mortem of a traced kernel
 
 local Hang = errors.Hang
@@ -46,6 +46,10 @@ function M.error_from(r, mod, rc_ok)
   }
   local name, which = barrier_name(plan, r)
   e.barrier, e.which = name or (r.bar ~= 0 and ("the mbarrier at shared 0x%x"):format(r.bar) or "a bounded wait"), which
+  if r.role == 3 then   -- a turnstile's flag (turnstile.cuh): stage = the tile, iteration = the count awaited
+    e.tile, e.awaited = r.stage, r.iteration
+    e.barrier = ("the turnstile flag of tile %d (waiting for it to count %d k-tiles)"):format(r.stage, r.iteration)
+  end
   if which and e.iteration then e.phase = names.phase(which, e.iteration, plan.stages) end
   if which == "full" and plan.kind ~= "cp_async" then e.armed = plan.tx_bytes end
   local who = e.kernels and #e.kernels > 0 and table.concat(e.kernels, " or ") or ("'%s'"):format(e.kernel)

@@ -225,24 +225,24 @@ local function one(s, m, per, extra, choose)
   end
 end
 
-local Result = {}
-Result.__index = Result
-function Result:report()
+local Simulation = {}
+Simulation.__index = Simulation
+function Simulation:report()
   if self.ok then return ("ok: %d runs (random, seed %d), no fault"):format(self.runs, self.seed) end
   return ("%s in run %d (seed %d): %s"):format(self.kind, self.run, self.seed, self.message)
 end
-Result.__tostring = Result.report
-M.Result = Result
+Simulation.__tostring = Simulation.report
+M.Simulation = Simulation
 
 -- Run the scheduler s (model/tile_scheduler.derive) with mutation m (or {}) over `runs` random
--- schedules from `seed`. Returns a Result: ok, or kind, message, cta, tile, run.
+-- schedules from `seed`. Returns a Simulation: ok, or kind, message, cta, tile, run.
 function M.run(s, m, runs, seed)
   m = m or {}
   local per = tiles.all(s)
   for c = 0, s.ctas - 1 do for _, u in ipairs(per[c]) do u.cta = c end end
   local want, full, owner = expected(per)
   local extra = { want = want, full = full, owner = owner }
-  local r = setmetatable({ ok = true, runs = 0, seed = seed }, Result)
+  local r = setmetatable({ ok = true, runs = 0, seed = seed }, Simulation)
   for i = 1, runs do
     local ok, f = pcall(one, s, m, per, extra, rng(seed + i - 1))
     r.runs = i
