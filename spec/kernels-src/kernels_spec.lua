@@ -125,6 +125,9 @@ local EXPECT = {
   ["compare_words.cu"] = { "ld.global.v4.u32", "atom.global.add.u64" },
   ["probe_memory.cu"] = { "ld.global.cg.u32", "rem.u64", "cp.async.bulk.global.shared::cta.bulk_group", "mbarrier::complete_tx::bytes", "%globaltimer" },   -- the chase reads through L2 only; the load is a bulk copy
   ["cp_async_cxx.cu"] = { "cp.async.cg.shared.global", "cp.async.mbarrier.arrive", "mbarrier.try_wait" },
+  ["sched_sum.cu"] = {   -- built from a stream-K scheduler, with the watchdog: the turnstile
+    "ld.acquire.gpu.global.u32", "fence.acq_rel.gpu", "st.relaxed.gpu.global.u32", "%globaltimer", "ld.global.cg.f32",
+  },
   ["pipeline_multicast.cu"] = {
     "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster",
     "mbarrier.arrive.release.cta.shared::cluster.b64", "barrier.cluster.arrive.release.aligned",
@@ -154,6 +157,10 @@ local BUILD = {
     local P = gemm.plan{ stages = 4, bm = 128, bn = 128, m = 1024, n = 1024, k = 1024 }
     assert.equal("gemm_tma.cu", file)
     return gemm.program(P, { arch = "sm_90a" })
+  end,
+  ["sched_sum.cu"] = function(file)
+    return cuasync.scheduler{ name = "toy", kind = "stream_k", m = 100, n = 70, k = 300, tile = { 16, 16 }, bk = 8,
+      sms = 11 }:program{ file = file, arch = "sm_90a" }
   end,
   ["pipeline_multicast.cu"] = function(file)
     return cuasync.pipeline{ name = "mc", stages = 4, loads = { { map = plan_map{ 64, 16 }, name = "a" } }, multicast = { a = "x" },

@@ -162,7 +162,7 @@ describe("model.tile_scheduler_protocol", function()
     assert.truthy(r.message:find("CTA 2 waits for tile 0's flag to read 20 (k-range 20-29); it reads 10, and the k-range that ends at 20 (CTA 1's) never published it", 1, true), r.message)
     local q = P.run(kinds.reduce, { skip_signal = 4 }, 20, 1)
     assert.same({ "deadlock" }, { q.kind })
-    assert.truthy(q.message:find("which has 2 of its 3 arrivals", 1, true), q.message)
+    assert.truthy(q.message:find("which has 2 of its 3 arrivals (CTA 4 never arrived)", 1, true), q.message)
   end)
 
   it("finds a fix-up that reads before the partial is published", function()

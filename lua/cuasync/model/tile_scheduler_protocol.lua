@@ -118,7 +118,7 @@ end
 
 -- One run; returns nil or the fault.
 local function one(s, m, per, extra, choose)
-  local mem, flags, out, arrivals = {}, {}, {}, {}
+  local mem, flags, out, arrivals, arrived = {}, {}, {}, {}, {}
   local ctas = {}
   for c = 0, s.ctas - 1 do
     local units = per[c]
@@ -178,8 +178,12 @@ local function one(s, m, per, extra, choose)
               or ("no k-range of tile %d ends at %d: the wait counts wrong"):format(a.tile, a.value),
           table.concat(blocked, " ")) })
       end
-      fault("deadlock", { cta = r.c, tile = a.unit and a.unit.tile, message = ("deadlock: CTA %d waits at cluster sync %d of the cluster at CTA %d, which has %d of its %d arrivals; CTAs still waiting: %s"):format(
-        r.c, a.phase, a.cluster, arrivals[a.cluster .. ":" .. a.phase] or 0, s.cluster, table.concat(blocked, " ")) })
+      local key, missing = a.cluster .. ":" .. a.phase, {}
+      for p = a.cluster, a.cluster + s.cluster - 1 do
+        if not (arrived[key] and arrived[key][p]) then missing[#missing + 1] = p end
+      end
+      fault("deadlock", { cta = r.c, tile = a.unit and a.unit.tile, message = ("deadlock: CTA %d waits at cluster sync %d of the cluster at CTA %d, which has %d of its %d arrivals (CTA %s never arrived); CTAs still waiting: %s"):format(
+        r.c, a.phase, a.cluster, arrivals[key] or 0, s.cluster, table.concat(missing, ", "), table.concat(blocked, " ")) })
     end
     steps = steps + 1
     local pick = options[choose(#options)]
@@ -205,6 +209,8 @@ local function one(s, m, per, extra, choose)
         flush(r)
         local key = a.cluster .. ":" .. a.phase
         arrivals[key] = (arrivals[key] or 0) + 1
+        arrived[key] = arrived[key] or {}
+        arrived[key][r.c] = true
       elseif a.op == "output" then
         if out[a.tile] then fault("output", { cta = r.c, tile = a.tile, message = ("tile %d's output written twice (CTA %d the second time)"):format(a.tile, r.c) }) end
         out[a.tile] = a.value
