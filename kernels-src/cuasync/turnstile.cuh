@@ -14,8 +14,12 @@
 namespace cuasync {
 namespace turnstile {
 
-// The watchdog site's role for a turnstile wait (lua/cuasync/hang.lua names it).
-constexpr unsigned ROLE = 3u;
+// The watchdog site's role for a turnstile wait (lua/cuasync/hang.lua's TURNSTILE names it; 3 is
+// the ordered barrier's). A trace event keeps 2 bits of a role (trace.cuh's where()): 4 does not
+// fit, and is not meant to. The turnstile's wait is not on the timeline: wait_eq's site is
+// CUASYNC_TRACE_OFF, and the watchdog's record of a wait it ended (trace::detail::left) skips a
+// role past 3.
+constexpr unsigned ROLE = 4u;
 
 // ld.acquire.gpu.global.u32 v, [p];                                    // PTX ISA 6.0, sm_70
 // The flag, with acquire: what its writer released before storing it is visible after.

@@ -9,7 +9,11 @@ local names = require("cuasync.model.barrier_names")
 local trace = require("cuasync.trace.read")
 
 local M = {}
-M.ROLES = { [1] = "producer", [2] = "consumer", [3] = "turnstile" }   -- 3: turnstile.cuh's wait_eq
+-- The watchdog site's roles (watchdog.cuh's site::role). 3 is the ordered barrier's (branch
+-- order); the turnstile's wait (turnstile.cuh's ROLE) is 4: past the 2 bits a trace event keeps
+-- of a role, so a turnstile wait is never on the timeline (trace.cuh's detail::left skips it).
+M.TURNSTILE = 4
+M.ROLES = { [1] = "producer", [2] = "consumer", [M.TURNSTILE] = "turnstile" }
 M.LAST_EVENTS = 4   -- per warp, in the post-mortem of a traced kernel
 
 local Hang = errors.Hang
@@ -46,7 +50,7 @@ function M.error_from(r, mod, rc_ok)
   }
   local name, which = barrier_name(plan, r)
   e.barrier, e.which = name or (r.bar ~= 0 and ("the mbarrier at shared 0x%x"):format(r.bar) or "a bounded wait"), which
-  if r.role == 3 then   -- a turnstile's flag (turnstile.cuh): stage = the tile, iteration = the count awaited
+  if r.role == M.TURNSTILE then   -- a turnstile's flag (turnstile.cuh): stage = the tile, iteration = the count awaited
     e.tile, e.awaited = r.stage, r.iteration
     e.barrier = ("the turnstile flag of tile %d (waiting for it to count %d k-tiles)"):format(r.stage, r.iteration)
   end

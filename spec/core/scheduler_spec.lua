@@ -156,7 +156,7 @@ describe("cuasync.scheduler", function()
     local watchdog = require("cuasync.watchdog")
     local r = ffi.new("cuasync_watchdog_record")
     r.state, r.block[0], r.warp = 1, 5, 0
-    r.bar, r.parity, r.base, r.stage, r.role, r.iteration = 0, 0xFFFFFFFF, 0, 23, 3, 7
+    r.bar, r.parity, r.base, r.stage, r.role, r.iteration = 0, 0xFFFFFFFF, 0, 23, require("cuasync.hang").TURNSTILE, 7
     r.phase_parity, r.received, r.armed = 2, 0xFFFFFFFF, 0xFFFFFFFF
     r.waited_ns, r.timeout_ns = 2000e6, 2000e6
     local e = watchdog.error_from(r, { name = "sched_sum.cu", watch = { last = "sched_sum" }, program = {} }, true)
