@@ -2,25 +2,54 @@
 // A[m, k] * B[k, n] (f32, row-major), one thread per output element of a bm x bn tile (block =
 // bm * bn threads), straight from global memory. The point is the schedule, not the speed: each
 // unit of the walk (scheduler.cuh) sums its k-tiles, then
-//   turnstile (stream-K, serial split-K): waits for the k-tiles before it (turnstile.cuh), adds
-//     the tile's partial (f32, one slot a tile in `work`), and either publishes the sum or writes
-//     C and resets the tile's flag;
+//   turnstile (stream-K, serial split-K): waits for this launch's k-tiles before it
+//     (turnstile.cuh, epoch = sched:next_epoch()), adds the tile's partial (f32, at t.slot in
+//     `work`), and either publishes the sum or writes C and resets the tile's flag;
 //   reduce (split-K): every rank of the cluster leaves its partial in its shared memory, rank 0
 //     adds its peers' through DSMEM in rank order and writes C.
+// With SCHED_SUM_GROUP the block has one more warp, beside the bm * bn consumer threads, that walks
+// the units but never reaches the fix-up (a producer's place in a warp-specialized kernel): the
+// consumers use the turnstile's group_* forms (named barrier 1), and in the reduce mode the extra
+// warp joins every cluster sync (cluster::sync needs every thread of each block of the cluster).
 // The walk each CTA took goes to `trace` (4 words a unit: tile, k_begin, k_end, wait | publish << 1
 // | epilogue << 2; at most trace_max units a CTA), so a spec compares it with sched:units(c).
+// skip_signal: a CTA whose publishes store no flag (a planted hang: the watchdog names the wait
+// that follows; 0xFFFFFFFF: none).
 #include <cuasync/cluster.cuh>
 #include <cuasync/schedulers/toy.cuh>
 
 using Config = cuasync::schedulers::toy;
 namespace sch = cuasync::scheduler;
+namespace ts = cuasync::turnstile;
 
-extern "C" __global__ void __launch_bounds__(Config::bm * Config::bn) sched_sum(const float *A, const float *B, float *C,
-    float *work, unsigned *flags, unsigned *trace, unsigned trace_max)
+constexpr unsigned consumers = Config::bm * Config::bn;
+#ifdef SCHED_SUM_GROUP
+static_assert(consumers % 32u == 0u, "a named barrier counts whole warps: bm * bn must be a multiple of 32");
+constexpr unsigned threads = consumers + 32u;
+#define FIXUP(f, ...) ts::group_##f(__VA_ARGS__, g)
+#else
+constexpr unsigned threads = consumers;
+#define FIXUP(f, ...) ts::block_##f(__VA_ARGS__)
+#endif
+
+extern "C" __global__ void __launch_bounds__(threads) sched_sum(const float *A, const float *B, float *C,
+    float *work, unsigned *flags, unsigned *trace, unsigned trace_max, unsigned epoch, unsigned skip_signal)
 {
-    __shared__ float partial[Config::bm * Config::bn];
+    __shared__ float partial[consumers];
     const unsigned tid = threadIdx.x, r = tid / Config::bn, c = tid % Config::bn;
     sch::walk<Config> w(blockIdx.x, gridDim.x);
+#ifdef SCHED_SUM_GROUP
+    const ts::group g{ 1u, consumers, tid == 0u };
+    if (tid >= consumers) {   // the extra warp: the walk, never the fix-up (reduce: its cluster syncs)
+        for (sch::work t; w.next(t);) {
+            if (Config::kind == sch::split_k && Config::mode == sch::reduce) {
+                cuasync::cluster::sync();
+                cuasync::cluster::sync();
+            }
+        }
+        return;
+    }
+#endif
     unsigned i = 0;
     for (sch::work t; w.next(t); ++i) {
         if (tid == 0u && i < trace_max) {
@@ -45,17 +74,17 @@ extern "C" __global__ void __launch_bounds__(Config::bm * Config::bn) sched_sum(
             cuasync::cluster::sync();   // rank 0 has read them: the next tile may overwrite
             continue;
         }
-        float *slot = work + (unsigned long long)t.tile * (Config::bm * Config::bn) + tid;
+        float *slot = work + (unsigned long long)t.slot * consumers + tid;   // read only where t.slot is one
         if (t.wait) {
-            cuasync::turnstile::block_wait(flags, t.tile, t.k_begin);
+            FIXUP(wait, flags, epoch, t);
             acc = __ldcg(slot) + acc;
         }
         if (t.publish) {
             __stcg(slot, acc);
-            cuasync::turnstile::block_publish(flags, t.tile, t.k_end);
+            if (blockIdx.x != skip_signal) FIXUP(publish, flags, epoch, t);
         } else {
             if (inside) C[(unsigned long long)row * Config::n + col] = acc;
-            if (t.wait) cuasync::turnstile::block_reset(flags, t.tile);
+            if (t.wait) FIXUP(reset, flags, t);
         }
     }
 }

@@ -13,6 +13,7 @@ namespace scheduler {
 
 enum { persistent = 0, stream_k = 1, split_k = 2 };   // Config::kind
 enum { serial = 0, reduce = 1 };                      // Config::mode (split-K)
+constexpr unsigned no_slot = 0xFFFFFFFFu;             // work::slot of a tile no turnstile splits
 
 // One unit of work: k-tiles [k_begin, k_end) of a tile.
 struct work {
@@ -21,6 +22,8 @@ struct work {
     unsigned m0, n0;          // its first output row and column (elements)
     unsigned k_begin, k_end;  // the k-tiles of this unit (k_end - k_begin of them)
     unsigned split;           // split-K: the index of this k-range among the tile's (0 first)
+    unsigned slot;            // turnstile: the tile's flag and partial (flags[slot], bm x bn f32 at
+                              // slot in the workspace; Config::slots of them); no_slot: none
     bool wait;                // turnstile: wait for flag == k_begin, then add the tile's partial;
                               // reduce: rank 0, which adds its peers' partials
     bool publish;             // turnstile: write the partial, then flag = k_end; reduce: a peer
@@ -68,6 +71,9 @@ struct walk {
         w.k_begin = kb;
         w.k_end = ke;
         w.split = split;
+        // stream-K: only the last sk_tiles are split, slot = tile - dp_tiles; serial split-K: the tile
+        w.slot = Config::kind == stream_k ? (t >= Config::dp_tiles ? t - Config::dp_tiles : no_slot)
+               : Config::kind == split_k && Config::mode == serial ? t : no_slot;
         w.wait = kb > 0u;
         w.publish = ke < Config::k_tiles;
         w.epilogue = ke == Config::k_tiles;

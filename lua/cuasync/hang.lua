@@ -7,6 +7,7 @@ local errors = require("cuasync.errors")
 local mbarrier = require("cuasync.model.mbarrier")
 local names = require("cuasync.model.barrier_names")
 local trace = require("cuasync.trace.read")
+local tiles = require("cuasync.model.tile_scheduler")
 
 local M = {}
 -- The watchdog site's roles (watchdog.cuh's site::role). 3 is the ordered barrier's (branch
@@ -50,9 +51,10 @@ function M.error_from(r, mod, rc_ok)
   }
   local name, which = barrier_name(plan, r)
   e.barrier, e.which = name or (r.bar ~= 0 and ("the mbarrier at shared 0x%x"):format(r.bar) or "a bounded wait"), which
-  if r.role == M.TURNSTILE then   -- a turnstile's flag (turnstile.cuh): stage = the tile, iteration = the count awaited
-    e.tile, e.awaited = r.stage, r.iteration
-    e.barrier = ("the turnstile flag of tile %d (waiting for it to count %d k-tiles)"):format(r.stage, r.iteration)
+  if r.role == M.TURNSTILE then   -- a turnstile's flag (turnstile.cuh): stage = the tile, iteration = the tag awaited
+    e.tile, e.epoch, e.awaited = r.stage, tiles.untag(r.iteration)
+    e.barrier = ("the turnstile flag of tile %d (waiting for it to count %d k-tiles in launch epoch %d: the next launch, with its own epoch, ignores the flags this one left)"):format(
+      r.stage, e.awaited, e.epoch)
   end
   if which and e.iteration then e.phase = names.phase(which, e.iteration, plan.stages) end
   if which == "full" and plan.kind ~= "cp_async" then e.armed = plan.tx_bytes end

@@ -4,7 +4,7 @@
 --                                bk = 64, raster = 8, sms = 132 }
 --   sched.ctas .tiles .k_tiles .flag_bytes .workspace_bytes, sched:units(c) sched:balance() sched:verify()
 --   sched:explain() sched:header() sched:headers() sched:defines() sched:program{...} sched:launch_config{...}
---   sched:simulate{...} sched:mutate{...}
+--   sched:next_epoch() sched:simulate{...} sched:mutate{...}
 -- kind = "persistent" | "stream_k" | "split_k" (with splits = n, mode = "serial" | "reduce").
 -- The arithmetic lives in model/tile_scheduler.lua, the handshakes in
 -- model/tile_scheduler_protocol.lua, the header in model/tile_scheduler_header.lua.
@@ -27,6 +27,7 @@ M.MAX_WORK = 2000000   -- units x runs of one simulate call
 
 local function fail(msg) util.fail("scheduler", msg) end
 
+-- The SM count, and the device's where sms was a count and a GPU is found (else nil).
 local function sms_of(v)
   if v == nil then
     if not device.available() then
@@ -37,6 +38,8 @@ local function sms_of(v)
   if type(v) == "table" then
     if not util.is_integer(v.sms) then fail(("sms must be a count or a device with .sms (got %s)"):format(util.describe(v))) end
     v = v.sms
+  elseif device.available() then
+    return util.int_in("scheduler", "sms", v, 1, 4096), device.current()
   end
   return util.int_in("scheduler", "sms", v, 1, 4096)
 end
@@ -58,7 +61,7 @@ function M.new(spec)
   local n = util.int_in("scheduler", "n", spec.n, 1, 2 ^ 31 - 1)
   local k = util.int_in("scheduler", "k", spec.k, 1, 2 ^ 31 - 1)
   util.list("scheduler", "tile", spec.tile)
-  if #spec.tile ~= 2 then fail(("tile must be { bm, bn } (got %d entries)"):format(#spec.tile)) end
+  if #spec.tile ~= 2 then fail(("tile must be { bm, bn } (got %d %s)"):format(#spec.tile, #spec.tile == 1 and "entry" or "entries")) end
   local bm = util.int_in("scheduler", "tile[1] (bm)", spec.tile[1], 1, 4096)
   local bn = util.int_in("scheduler", "tile[2] (bn)", spec.tile[2], 1, 4096)
   local bk = util.int_in("scheduler", "bk", spec.bk, 1, 2 ^ 20)
@@ -74,16 +77,17 @@ function M.new(spec)
     if spec.splits ~= nil then fail(('splits is for kind = "split_k" (kind is "%s")'):format(kind)) end
     if spec.mode ~= nil then fail(('mode is for kind = "split_k" (kind is "%s")'):format(kind)) end
   end
+  local sms, dev = sms_of(spec.sms)
   local s = T.derive{ kind = kind, m = m, n = n, k = k, bm = bm, bn = bn, bk = bk, raster = raster, splits = splits,
-                      mode = mode, sms = sms_of(spec.sms) }
+                      mode = mode, sms = sms }
   local why = T.refusal(s)
   if why then fail(why) end
+  -- more CTAs than the device has SMs, with turnstile waits: said once (a plan for another device is fine)
+  local over = dev and T.dispatch_note(s, dev.sms, dev.name)
+  if over then util.note("cuasync.scheduler: " .. over) end
   s.name = name
-  s.turnstile = kind == "stream_k" or (kind == "split_k" and mode == "serial")
-  s.flag_count = s.turnstile and s.tiles or 0
-  s.flag_bytes = 4 * s.flag_count
-  -- f32 partials, one tile each, indexed by tile (a tile no k-range splits leaves its slot unused)
-  s.workspace_bytes = s.turnstile and s.tiles * bm * bn * 4 or 0
+  -- s.turnstile, s.slots, s.flag_count, s.flag_bytes, s.workspace_bytes: model/tile_scheduler.derive
+  -- (one flag and one f32 partial a split tile: stream-K's sk_tiles, serial split-K's every tile)
   return setmetatable(s, Scheduler)
 end
 
@@ -159,21 +163,42 @@ function Scheduler:program(spec)
   return program.new(s)
 end
 
+-- A launch config's dims as x, y, z (a number is { n, 1, 1 }), or nil where it is not one.
+local function dims(v)
+  if util.is_integer(v) then return v, 1, 1 end
+  if type(v) == "table" then return v[1], v[2] or 1, v[3] or 1 end
+end
+
 -- sched:launch_config{ block = ..., smem = ..., stream = ... }: grid (and the reduce mode's cluster)
--- filled from the scheduler.
+-- filled from the scheduler. A grid or cluster already there (a pipeline plan's P:launch_config{
+-- grid = sched.ctas }, stacked inside) is kept where it is the scheduler's, else refused.
 function Scheduler:launch_config(cfg)
   util.kind("scheduler.launch_config", "argument", cfg, "table")
+  local want = { grid = { self.ctas, 1, 1 }, cluster = self.cluster > 1 and { self.cluster, 1, 1 } or nil }
   local out = {}
   for key, v in pairs(cfg) do
     if key == "grid" or key == "cluster" then
-      util.fail("scheduler.launch_config", ("%s is filled by the scheduler (%s); do not give it"):format(key,
-        key == "grid" and self.ctas or self.cluster))
+      local w = want[key] or { 1, 1, 1 }
+      local x, y, z = dims(v)
+      if x ~= w[1] or y ~= w[2] or z ~= w[3] then
+        local shown = x and ("{ %s, %s, %s }"):format(tostring(x), tostring(y), tostring(z)) or util.describe(v)
+        util.fail("scheduler.launch_config", ("%s = %s is not the scheduler's (%s): leave %s out, and the scheduler fills it"):format(key,
+          util.is_integer(v) and tostring(v) or shown, key == "grid" and ("{ %d, 1, 1 }: sched.ctas"):format(self.ctas)
+            or self.cluster > 1 and ("{ %d, 1, 1 }: the reduce mode's splits"):format(self.cluster) or "no cluster", key))
+      end
     end
     out[key] = v
   end
-  out.grid = { self.ctas, 1, 1 }
-  if self.cluster > 1 then out.cluster = { self.cluster, 1, 1 } end
+  out.grid, out.cluster = want.grid, want.cluster
   return out
+end
+
+-- sched:next_epoch(): the epoch for the next launch (1..4095, then 1 again), for the kernel to pass
+-- to turnstile.cuh: a flag a launch leaves (an aborted one's) carries its epoch, and the next
+-- launch waits only for its own. One call per launch.
+function Scheduler:next_epoch()
+  self.epoch = T.next_epoch(self.epoch)
+  return self.epoch
 end
 
 -- sched:simulate{ runs = 20, seed = 1 }: the handshakes over random schedules (model/tile_scheduler_protocol).
@@ -192,11 +217,14 @@ function Scheduler:simulate(o)
   return r
 end
 
--- sched:mutate{ skip_signal = c | early_read = c | wait_delta = d | relaxed = true | skip_second_sync = true }
+-- sched:mutate{ skip_signal = c | early_read = c | wait_delta = d | relaxed = true | skip_second_sync = true |
+--               after_abort = true | no_epoch = true } (model/tile_scheduler_protocol.lua says what each plants)
 function Scheduler:mutate(m)
   util.kind("scheduler.mutate", "argument", m, "table")
   util.known_fields("scheduler.mutate", m, protocol.MUTATIONS)
-  if next(m) == nil then util.fail("scheduler.mutate", "name a mutation: skip_signal, early_read, wait_delta, relaxed or skip_second_sync") end
+  if next(m) == nil then
+    util.fail("scheduler.mutate", "name a mutation: skip_signal, early_read, wait_delta, relaxed, skip_second_sync, after_abort or no_epoch")
+  end
   for _, f in ipairs({ "skip_signal", "early_read" }) do
     if m[f] ~= nil then util.int_in("scheduler.mutate", f, m[f], 0, self.ctas - 1) end
   end
@@ -204,12 +232,13 @@ function Scheduler:mutate(m)
     util.int_in("scheduler.mutate", "wait_delta", m.wait_delta, -self.k_tiles, self.k_tiles)
     if m.wait_delta == 0 then util.fail("scheduler.mutate", "wait_delta = 0 changes nothing") end
   end
-  for _, f in ipairs({ "relaxed", "skip_second_sync" }) do
+  for _, f in ipairs({ "relaxed", "skip_second_sync", "after_abort", "no_epoch" }) do
     if m[f] ~= nil and m[f] ~= true then util.fail("scheduler.mutate", ("%s must be true (got %s)"):format(f, util.describe(m[f]))) end
   end
   local reduce = self.mode == "reduce"
-  if (m.wait_delta ~= nil or m.relaxed) and not self.turnstile then
-    util.fail("scheduler.mutate", ("wait_delta and relaxed are faults of a turnstile; scheduler '%s' has none (%s)"):format(self.name, self.kind))
+  if (m.wait_delta ~= nil or m.relaxed or m.after_abort or m.no_epoch) and not self.turnstile then
+    util.fail("scheduler.mutate", ("wait_delta, relaxed, after_abort and no_epoch are faults of a turnstile; scheduler '%s' has none (%s)"):format(
+      self.name, self.kind))
   end
   if m.skip_second_sync and not reduce then
     util.fail("scheduler.mutate", ('skip_second_sync is a fault of mode = "reduce"; scheduler \'%s\' is %s'):format(self.name, self.mode or self.kind))

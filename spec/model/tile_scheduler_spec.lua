@@ -118,6 +118,15 @@ describe("model.tile_scheduler", function()
     per[1][1], per[1][2] = per[1][2], per[1][1]
     per[0][1], per[1][2] = per[1][2], per[0][1]
     assert.truthy(table.concat(T.violations(c, per), "\n"):find("waits, through a chain, on itself", 1, true))
+    -- a split tile's slot outside the workspace, or shared with another tile
+    local k = derive{ kind = "stream_k", sms = 11 }
+    assert.same({ 13, 13 * 16 * 16 * 4 }, { k.slots, k.workspace_bytes })
+    per = T.all(k)
+    for c = 0, k.ctas - 1 do for _, u in ipairs(per[c]) do if u.tile == 23 then u.slot = 13 end end end
+    assert.truthy(table.concat(T.violations(k, per), "\n"):find("has slot 13, outside the workspace's 13 slots", 1, true))
+    per = T.all(k)
+    for c = 0, k.ctas - 1 do for _, u in ipairs(per[c]) do if u.tile == 24 then u.slot = 1 end end end
+    assert.truthy(table.concat(T.violations(k, per), "\n"):find("has slot 1, which tile 23 holds too", 1, true))
   end)
 
   it("names every refusal's rule", function()

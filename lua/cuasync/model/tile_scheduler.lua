@@ -19,7 +19,12 @@
 -- The turnstile (serial split-K and stream-K): a flag per tile counts the k-tiles accumulated into
 -- the tile's partial. A unit with k_begin > 0 waits until flag == k_begin (acquire), adds the
 -- partial to its own; one with k_end < k_tiles then writes the partial and sets flag = k_end
--- (release); the one with k_end == k_tiles writes the output and resets the flag to 0.
+-- (release); the one with k_end == k_tiles writes the output and resets the flag to 0. A split
+-- tile's flag and partial are slot `slot` of the flags and the workspace: stream-K, tile - dp_tiles
+-- (only the sk_tiles are split); serial split-K, the tile. A flag holds epoch << 20 | count (M.tag):
+-- a launch waits for its own epoch's counts, so a flag an aborted launch left is never taken.
+local check = require("cuasync.model.tile_scheduler_check")
+
 local M = {}
 
 M.KINDS = { persistent = "whole tiles, dealt round-robin to a persistent grid",
@@ -30,7 +35,17 @@ M.MODES = { serial = "a turnstile in global memory: split i adds its partial aft
 M.MAX_CLUSTER = 8          -- portable cluster: the reduce mode's splits
 M.MAX_UNITS = 2 ^ 31       -- tiles x k-tiles, counted in 32-bit on the device
 
+M.COUNT_BITS = 20         -- a turnstile flag: epoch << 20 | the k-tiles counted
+M.MAX_COUNT = 2 ^ M.COUNT_BITS - 1
+M.MAX_EPOCH = 2 ^ (32 - M.COUNT_BITS) - 1   -- epochs 1..4095, then 1 again (0 is a zeroed flag's)
+
 local floor, min, max = math.floor, math.min, math.max
+
+-- A flag's value for `count` k-tiles in launch `epoch` (turnstile.cuh's tag), and back.
+function M.tag(epoch, count) return epoch * 2 ^ M.COUNT_BITS + count end
+function M.untag(v) return floor(v / 2 ^ M.COUNT_BITS), v % 2 ^ M.COUNT_BITS end
+-- The epoch after e (nil: the first launch's): 1..MAX_EPOCH, never 0.
+function M.next_epoch(e) return (e or 0) % M.MAX_EPOCH + 1 end
 local function cdiv(a, b) return floor((a + b - 1) / b) end
 
 -- Tile t's (row, col) in tiles: raster bands of g tile rows, column by column inside a band.
@@ -73,6 +88,11 @@ function M.derive(o)
     if s.mode == "reduce" then s.cluster = s.splits end
   end
   s.dp_tiles = s.tiles - s.sk_tiles
+  -- the turnstile's flags and f32 partials: one slot a split tile
+  s.turnstile = s.kind == "stream_k" or (s.kind == "split_k" and s.mode ~= "reduce")
+  s.slots = s.kind == "stream_k" and s.sk_tiles or s.turnstile and s.tiles or 0
+  s.flag_count, s.flag_bytes = s.slots, 4 * s.slots
+  s.workspace_bytes = s.slots * s.bm * s.bn * 4
   return s
 end
 
@@ -90,6 +110,10 @@ function M.refusal(s)
   end
   if s.tiles * s.k_tiles >= M.MAX_UNITS then
     return ("%d tiles x %d k-tiles is more work than the device iterator counts (2^31 - 1)"):format(s.tiles, s.k_tiles)
+  end
+  if s.turnstile and s.k_tiles > M.MAX_COUNT then
+    return ("%d k-tiles (k = %d in steps of bk = %d) do not fit the turnstile flag's %d-bit count (at most %d: a larger bk)"):format(
+      s.k_tiles, s.k, s.bk, M.COUNT_BITS, M.MAX_COUNT)
   end
   if s.kind == "split_k" then
     if s.splits > s.k_tiles then
@@ -114,9 +138,24 @@ function M.refusal(s)
   end
 end
 
+-- The note for a turnstile scheduler of more CTAs than the device's SMs (device_sms), or nil. Every
+-- turnstile wait is on a lower-index CTA (tile_scheduler_check), so a grid that is all resident at
+-- once cannot deadlock; one that is not progresses only if blocks start in index order.
+function M.dispatch_note(s, device_sms, device_name)
+  if not s.turnstile or s.ctas <= device_sms then return nil end
+  return ("sms = %d gives %d CTAs, more than the %d SMs of %s: the grid may not be resident all at once, and each turnstile wait is on a lower-index CTA, so it progresses only if blocks start in index order (as CUDA dispatches them today, without promising it)"):format(
+    s.sms, s.ctas, device_sms, device_name or "the device")
+end
+
+-- Tile t's turnstile slot (its flag and partial), or nil: it is done whole, or has no turnstile.
+function M.slot(s, t)
+  if s.kind == "stream_k" then return t >= s.dp_tiles and t - s.dp_tiles or nil end
+  return s.turnstile and t or nil
+end
+
 local function unit(s, t, kb, ke, split)
   local r, c = M.tile_at(s, t)
-  return { tile = t, row = r, col = c, k_begin = kb, k_end = ke, split = split,
+  return { tile = t, row = r, col = c, k_begin = kb, k_end = ke, split = split, slot = M.slot(s, t),
            wait = kb > 0, publish = ke < s.k_tiles, epilogue = ke == s.k_tiles }
 end
 
@@ -157,103 +196,8 @@ function M.all(s)
   return per
 end
 
--- The wait-for graph: unit (c, i) waits for (c, i - 1) (program order) and for the unit its
--- turnstile waits on (the tile's k-range before it; reduce: every peer of its cluster, and each
--- peer's unit before). A cycle is a deadlock even with every CTA resident. Returns a cycle's
--- description, or nil.
-local function cycle(s, per, before)
-  local id, nodes = {}, {}
-  for c = 0, s.ctas - 1 do
-    for i, u in ipairs(per[c]) do
-      local n = { c = c, i = i, u = u, deps = {} }
-      nodes[#nodes + 1] = n
-      id[u] = n
-      if i > 1 then n.deps[#n.deps + 1] = id[per[c][i - 1]] end
-    end
-  end
-  for _, n in ipairs(nodes) do
-    for _, d in ipairs(before(n)) do n.deps[#n.deps + 1] = id[d] end
-  end
-  local state = {}
-  local function visit(n)
-    state[n] = 1
-    for _, d in ipairs(n.deps) do
-      if state[d] == 1 then
-        return ("CTA %d's unit %d (tile %d, k %d..%d) waits, through a chain, on itself"):format(n.c, n.i, n.u.tile, n.u.k_begin, n.u.k_end)
-      end
-      if not state[d] then local r = visit(d) if r then return r end end
-    end
-    state[n] = 2
-  end
-  for _, n in ipairs(nodes) do if not state[n] then local r = visit(n) if r then return r end end end
-end
-
--- The invariants a spec checks, as a list of violations (empty: none): every (tile, k-iteration)
--- done once; a tile's k-ranges contiguous, each waiting for the one before it and publishing for
--- the one after; one epilogue per tile, by the unit holding its last k-range (reduce: rank 0, and
--- every rank of a cluster doing as many units); no cycle in the wait-for graph.
-function M.violations(s, per)
-  per = per or M.all(s)
-  local bad, seen, ranges = {}, {}, {}
-  for c = 0, s.ctas - 1 do
-    for _, u in ipairs(per[c]) do
-      for k = u.k_begin, u.k_end - 1 do
-        local key = u.tile * s.k_tiles + k
-        if seen[key] then
-          bad[#bad + 1] = ("tile %d k-iteration %d done by CTA %d and CTA %d"):format(u.tile, k, seen[key], c)
-        end
-        seen[key] = c
-      end
-      ranges[u.tile] = ranges[u.tile] or {}
-      table.insert(ranges[u.tile], u)
-    end
-  end
-  local reduce = s.mode == "reduce"
-  for t = 0, s.tiles - 1 do
-    local rs = ranges[t] or {}
-    table.sort(rs, function(x, y) return x.k_begin < y.k_begin end)
-    local at, epilogues = 0, 0
-    for j, u in ipairs(rs) do
-      local what = ("tile %d: k-range %d..%d"):format(t, u.k_begin, u.k_end)
-      if u.k_begin ~= at then bad[#bad + 1] = ("%s starts where the one before ends, at %d"):format(what, at) end
-      at = u.k_end
-      if u.epilogue then epilogues = epilogues + 1 end
-      if not reduce and u.wait ~= (j > 1) then
-        bad[#bad + 1] = ("%s %s"):format(what, u.wait and "waits with nothing before it" or "does not wait for the partial before it")
-      end
-      if not reduce and u.publish ~= (j < #rs) then
-        bad[#bad + 1] = ("%s %s"):format(what, u.publish and "publishes with no one after it" or "does not publish for the one after it")
-      end
-      if u.epilogue ~= (reduce and j == 1 or not reduce and j == #rs) then
-        bad[#bad + 1] = ("%s %s"):format(what, u.epilogue and "writes the output but is not the last" or "is the last but writes no output")
-      end
-    end
-    if at ~= s.k_tiles then bad[#bad + 1] = ("tile %d: k-iterations %d..%d done by no CTA"):format(t, at, s.k_tiles) end
-    if epilogues ~= 1 then bad[#bad + 1] = ("tile %d: %d epilogues (one expected)"):format(t, epilogues) end
-  end
-  if reduce then
-    for c = 0, s.ctas - 1 do
-      local r0 = c - c % s.cluster
-      if #per[c] ~= #per[r0] then
-        bad[#bad + 1] = ("CTA %d does %d units but rank 0 of its cluster (CTA %d) does %d: a cluster sync would hang"):format(c, #per[c], r0, #per[r0])
-      end
-    end
-  end
-  local why = cycle(s, per, function(n)
-    if reduce then
-      local out, r0 = {}, n.c - n.c % s.cluster
-      for p = r0, r0 + s.cluster - 1 do
-        if p ~= n.c and per[p][n.i - 1] then out[#out + 1] = per[p][n.i - 1] end
-      end
-      return out
-    end
-    if not n.u.wait then return {} end
-    for _, u in ipairs(ranges[n.u.tile]) do if u.k_end == n.u.k_begin then return { u } end end
-    return {}
-  end)
-  if why then bad[#bad + 1] = why end
-  return bad
-end
+-- The invariants (model/tile_scheduler_check.lua): a list of violations, empty when none.
+function M.violations(s, per) return check.violations(s, per or M.all(s)) end
 
 -- Load balance, in k-iterations per CTA, and the fix-up traffic.
 function M.balance(s, per)

@@ -27,7 +27,7 @@ function M.header(s)
     u("sk_tiles", s.sk_tiles, "stream-K: the tiles cut into k-iterations (the last ones)"),
     u("dp_tiles", s.dp_tiles, "the tiles done whole"),
     u("sk_iters", s.sk_iters, "stream-K: k-iterations dealt to the CTAs"),
-    u("flags", s.flag_count, "turnstile flags (one per tile; 0 without a turnstile)"),
+    u("slots", s.slots, "turnstile slots: a flag and an f32 partial each, one a split tile (0: no turnstile)"),
     "};",
     "} }",
   }

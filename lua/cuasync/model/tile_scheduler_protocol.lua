@@ -17,13 +17,18 @@
 -- holding one twice: read before the publish, or through a flag stored without release),
 -- "race" (a rank rewrote the partial its cluster's rank 0 had not read), "output" (a tile's
 -- output is not every k-range once, in k order), "flag_left" (a flag not 0 at the end).
+-- Flags hold tiles.tag(epoch, count): the run is launch epoch 2, after launch 1.
 -- Mutations (planted faults): skip_signal = c (CTA c never publishes nor arrives), early_read = c
 -- (CTA c reads the partial before it waits), wait_delta = d (every wait for k_begin + d),
--- relaxed = true (flags stored without release), skip_second_sync = true (reduce).
+-- relaxed = true (flags stored without release), skip_second_sync = true (reduce),
+-- after_abort = true (launch 1 was aborted: each split tile's flag holds its tag for the first
+-- k-range that waits, its partial garbage), no_epoch = true (flags hold the count alone, epoch 0).
 local tiles = require("cuasync.model.tile_scheduler")
 
 local M = {}
-M.MUTATIONS = { skip_signal = true, early_read = true, wait_delta = true, relaxed = true, skip_second_sync = true }
+M.MUTATIONS = { skip_signal = true, early_read = true, wait_delta = true, relaxed = true, skip_second_sync = true,
+                after_abort = true, no_epoch = true }
+M.EPOCH = 2
 
 local function rng(seed)   -- Park-Miller, as model.run's scheduler: a seed replays everywhere
   local x = seed % 2147483646 + 1
@@ -61,6 +66,7 @@ local function join(a, b) return a == "" and b or a .. "," .. b end
 
 -- One CTA's program (yields actions to the scheduler below).
 local function program(s, m, c, units)
+  local epoch = m.no_epoch and 0 or M.EPOCH
   return function(y)
     for i, u in ipairs(units) do
       local mine = range(u)
@@ -95,18 +101,18 @@ local function program(s, m, c, units)
         local acc = ""
         if u.wait then
           local early = m.early_read == c and y{ op = "read", where = "partial" .. u.tile } or nil
-          y{ op = "wait_flag", tile = u.tile, value = u.k_begin + (m.wait_delta or 0), unit = u }
+          y{ op = "wait_flag", tile = u.tile, value = tiles.tag(epoch, u.k_begin + (m.wait_delta or 0)), unit = u }
           acc = early or y{ op = "read", where = "partial" .. u.tile }
           if acc ~= units.want[u.tile][u.k_begin] then
             fault("stale", { cta = c, tile = u.tile, message = ("CTA %d's k-range %s of tile %d read the partial as {%s}; the k-ranges before it are {%s}: %s"):format(
               c, mine, u.tile, acc, units.want[u.tile][u.k_begin], early and "it read before its turnstile wait"
-                or "the partial it read was not yet published (a flag stored before its data landed, or a wait for the wrong count)") })
+                or "the partial it read was not yet published (a flag stored before its data landed, a wait for the wrong count, or an aborted launch's flag taken for this one's)") })
           end
         end
         acc = join(acc, mine)
         if u.publish then
           y{ op = "write", where = "partial" .. u.tile, value = acc }
-          if m.skip_signal ~= c then y{ op = "store_flag", tile = u.tile, value = u.k_end, release = not m.relaxed } end
+          if m.skip_signal ~= c then y{ op = "store_flag", tile = u.tile, value = tiles.tag(epoch, u.k_end), release = not m.relaxed } end
         else
           y{ op = "output", tile = u.tile, value = acc }
           if u.wait then y{ op = "store_flag", tile = u.tile, value = 0, release = not m.relaxed } end
@@ -116,9 +122,20 @@ local function program(s, m, c, units)
   end
 end
 
+-- A flag's value in words: its count, and its epoch where it is not the run's.
+local function show(m, v)
+  local e, c = tiles.untag(v)
+  return (v == 0 or e == (m.no_epoch and 0 or M.EPOCH)) and tostring(c) or ("%d of epoch %d"):format(c, e)
+end
+
 -- One run; returns nil or the fault.
 local function one(s, m, per, extra, choose)
   local mem, flags, out, arrivals, arrived = {}, {}, {}, {}, {}
+  if m.after_abort then   -- what an aborted launch 1 left: the first waiter's tag, a garbage partial
+    for t, kb in pairs(extra.first_wait) do
+      flags[t], mem["partial" .. t] = tiles.tag(m.no_epoch and 0 or M.EPOCH - 1, kb), "garbage"
+    end
+  end
   local ctas = {}
   for c = 0, s.ctas - 1 do
     local units = per[c]
@@ -147,9 +164,11 @@ local function one(s, m, per, extra, choose)
     local a = r.action
     if a.op == "wait_flag" then
       local v = flags[a.tile] or 0
-      if v > a.value then
+      local ve, vc = tiles.untag(v)
+      local ae, ac = tiles.untag(a.value)
+      if ve == ae and vc > ac then
         fault("flag_passed", { cta = r.c, tile = a.tile, message = ("CTA %d waits for tile %d's flag to read %d, but it reads %d already: the flag went past the count it waits for (a wait or a publish counted wrong)"):format(
-          r.c, a.tile, a.value, v) })
+          r.c, a.tile, ac, vc) })
       end
       return v == a.value
     elseif a.op == "sync_wait" then
@@ -171,11 +190,12 @@ local function one(s, m, per, extra, choose)
       local blocked = {}
       for _, x in ipairs(ctas) do if x.action then blocked[#blocked + 1] = x.c end end
       if a.op == "wait_flag" then
-        local who = extra.owner[a.tile .. ":" .. a.value]
-        fault("deadlock", { cta = r.c, tile = a.tile, message = ("deadlock: CTA %d waits for tile %d's flag to read %d (k-range %s); it reads %d, and %s; CTAs still spinning: %s"):format(
-          r.c, a.tile, a.value, range(a.unit), flags[a.tile] or 0,
-          who and ("the k-range that ends at %d (CTA %d's) never published it"):format(a.value, who.cta)
-              or ("no k-range of tile %d ends at %d: the wait counts wrong"):format(a.tile, a.value),
+        local _, ac = tiles.untag(a.value)
+        local who = extra.owner[a.tile .. ":" .. ac]
+        fault("deadlock", { cta = r.c, tile = a.tile, message = ("deadlock: CTA %d waits for tile %d's flag to read %d (k-range %s); it reads %s, and %s; CTAs still spinning: %s"):format(
+          r.c, a.tile, ac, range(a.unit), show(m, flags[a.tile] or 0),
+          who and ("the k-range that ends at %d (CTA %d's) never published it"):format(ac, who.cta)
+              or ("no k-range of tile %d ends at %d: the wait counts wrong"):format(a.tile, ac),
           table.concat(blocked, " ")) })
       end
       local key, missing = a.cluster .. ":" .. a.phase, {}
@@ -226,7 +246,7 @@ local function one(s, m, per, extra, choose)
         t, tostring(out[t]), extra.full[t]) })
     end
     if (flags[t] or 0) ~= 0 then
-      fault("flag_left", { tile = t, message = ("tile %d's flag is %d at the end: the next launch would find it set"):format(t, flags[t]) })
+      fault("flag_left", { tile = t, message = ("tile %d's flag is %s at the end: the next launch would find it set"):format(t, show(m, flags[t])) })
     end
   end
 end
@@ -247,7 +267,12 @@ function M.run(s, m, runs, seed)
   local per = tiles.all(s)
   for c = 0, s.ctas - 1 do for _, u in ipairs(per[c]) do u.cta = c end end
   local want, full, owner = expected(per)
-  local extra = { want = want, full = full, owner = owner }
+  local extra = { want = want, full = full, owner = owner, first_wait = {} }
+  for c = 0, s.ctas - 1 do
+    for _, u in ipairs(per[c]) do
+      if u.wait and s.turnstile then extra.first_wait[u.tile] = math.min(extra.first_wait[u.tile] or math.huge, u.k_begin) end
+    end
+  end
   local r = setmetatable({ ok = true, runs = 0, seed = seed }, Simulation)
   for i = 1, runs do
     local ok, f = pcall(one, s, m, per, extra, rng(seed + i - 1))
