@@ -12,6 +12,8 @@
 #include <cuasync/pipeline_cp_async.cuh>   // also through pipeline.cuh
 #include <cuasync/order.cuh>               // also through pipeline.cuh
 #include <cuasync/cluster.cuh>
+#include <cuasync/scheduler.cuh>
+#include <cuasync/turnstile.cuh>
 #include <cuasync/warpgroup.cuh>
 #include <cuasync/pdl.cuh>
 #include <cuasync/graph.cuh>

@@ -257,10 +257,15 @@ __device__ __forceinline__ bool recording()
     return cuasync_trace.buf != nullptr && ordinal() >= 0;
 }
 
+// The largest role an event keeps (where(): 2 bits). A wait of a larger role (the turnstile's 4,
+// turnstile.cuh) is not on the timeline: waited and left record nothing for it.
+constexpr unsigned max_role = 3u;
+
 // A wait that began at t0 (cycles()) and has just ended.
 __device__ __forceinline__ void waited(unsigned bar, unsigned base, unsigned parity, unsigned role, unsigned it,
                                        unsigned long long t0)
 {
+    if (role > max_role) return;
     const unsigned long long d = cycles() - t0;
     at(wait, bar, base, parity, role, it, t0, d > 0xFFFFFFFEull ? 0xFFFFFFFEu : (unsigned)d);   // all ones: never ended
 }
@@ -270,6 +275,7 @@ __device__ __forceinline__ void waited(unsigned bar, unsigned base, unsigned par
 __device__ __forceinline__ void left(unsigned bar, unsigned base, unsigned parity, unsigned role, unsigned it,
                                      unsigned long long t0_ns)
 {
+    if (role > max_role) return;
     if ((bar != 0u || role != 0u) && recording()) put_at(t0_ns, 0xFFFFFFFFu, where(wait, bar, base, parity, role), it);
 }
 

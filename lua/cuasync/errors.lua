@@ -7,7 +7,7 @@
 --   hang       a watched kernel's post-mortem (hang.lua): kernel, block, warp, barrier, ...; err:explain()
 --   cancelled  a watched kernel cancelled from the host (cancel.lua): cause, elapsed_ms, kernels
 --   compile    NVRTC refused a program (compiler.lua): name, arch, log, source, options, lines
---   plan       a pipeline plan refused: any refusal of cuasync.pipeline{...} or of its methods
+--   plan       a plan refused: any refusal of cuasync.pipeline{...}, cuasync.scheduler{...} or their methods
 --   timeout    a wait past its timeout_ms on work that could not be cancelled (no watchdog, or
 --              not in a watched wait): the GPU is still busy with it (elapsed_ms, watched)
 -- errors.kind(err) tells them apart (nil for a string or a foreign table), so a caller tests a
@@ -77,7 +77,7 @@ function M.is_cancelled(e) return M.kind(e) == "cancelled" end
 -- The calls whose refusals have a kind, by the first part of their name ("pipeline.simulate"):
 -- every refusal of a pipeline plan, its construction and its methods, is a "plan" refusal (a
 -- sweep prunes the point; util.fail raises it as an object).
-M.CALLS = { pipeline = "plan" }
+M.CALLS = { pipeline = "plan", scheduler = "plan" }
 
 function M.of_call(where)
   return M.CALLS[where:match("^[^.]*")]

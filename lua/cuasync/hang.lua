@@ -8,9 +8,14 @@ local mbarrier = require("cuasync.model.mbarrier")
 local names = require("cuasync.model.barrier_names")
 local orders = require("cuasync.model.order_plan")
 local trace = require("cuasync.trace.read")
+local tiles = require("cuasync.model.tile_scheduler")
 
 local M = {}
-M.ROLES = { [1] = "producer", [2] = "consumer", [orders.ROLE] = "consumer group" }
+-- The watchdog site's roles (watchdog.cuh's site::role). 3 is the ordered barrier's
+-- (order_plan.ROLE); the turnstile's wait (turnstile.cuh's ROLE) is 4: past the 2 bits a trace
+-- event keeps of a role, so a turnstile wait is never on the timeline (trace.cuh's detail::left skips it).
+M.TURNSTILE = 4
+M.ROLES = { [1] = "producer", [2] = "consumer", [orders.ROLE] = "consumer group", [M.TURNSTILE] = "turnstile" }
 M.LAST_EVENTS = 4   -- per warp, in the post-mortem of a traced kernel
 
 local Hang = errors.Hang
@@ -55,6 +60,11 @@ function M.error_from(r, mod, rc_ok)
     e.role = ("consumer group %d"):format(turn.group)
   end
   e.barrier, e.which = name or (r.bar ~= 0 and ("the mbarrier at shared 0x%x"):format(r.bar) or "a bounded wait"), which
+  if r.role == M.TURNSTILE then   -- a turnstile's flag (turnstile.cuh): stage = the tile, iteration = the tag awaited
+    e.tile, e.epoch, e.awaited = r.stage, tiles.untag(r.iteration)
+    e.barrier = ("the turnstile flag of tile %d (waiting for it to count %d k-tiles in launch epoch %d: the next launch, with its own epoch, ignores the flags this one left)"):format(
+      r.stage, e.awaited, e.epoch)
+  end
   if which and which ~= "order" and e.iteration then e.phase = names.phase(which, e.iteration, plan.stages) end
   if which == "full" and plan.kind ~= "cp_async" then e.armed = plan.tx_bytes end
   local who = e.kernels and #e.kernels > 0 and table.concat(e.kernels, " or ") or ("'%s'"):format(e.kernel)

@@ -8,12 +8,14 @@ local errors = require("cuasync.errors")
 local watchdog = require("cuasync.watchdog")
 local cancel = require("cuasync.cancel")
 local pipeline = require("cuasync.pipeline")
+local scheduler = require("cuasync.scheduler")
 local ring = require("cuasync.model.ring")
 local clusters = require("cuasync.model.clusters")
 local tensormap_rules = require("cuasync.model.tensormap_rules")
 local mbarrier = require("cuasync.model.mbarrier")
 local protocol = require("cuasync.model.protocol")
 local pipeline_plan = require("cuasync.model.pipeline_plan")
+local tile_scheduler = require("cuasync.model.tile_scheduler")
 local device = require("cuasync.device")
 local conditions = require("cuasync.conditions")
 local buffer = require("cuasync.buffer")
@@ -59,10 +61,11 @@ local M = {
   pdl = { check = pdl.check },
   tensormap = tensormap.new,
   pipeline = pipeline.new,
+  scheduler = scheduler.new,
   swizzle = swizzle,
   model = { swizzle = swizzle, launch_rules = rules, ring = ring, clusters = clusters,
             tensormap_rules = tensormap_rules, mbarrier = mbarrier, run = protocol.run,
-            pipeline_plan = pipeline_plan, timeline = timeline },
+            pipeline_plan = pipeline_plan, timeline = timeline, tile_scheduler = tile_scheduler },
   cache = { stats = cache.stats, dir = cache.dir, clear_memory = cache.clear_memory },
   errors = errors,
   trace = { read = trace.read, raw = trace.raw, last = trace.last },

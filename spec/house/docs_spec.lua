@@ -13,7 +13,7 @@ local VARS = { Program = "prog", Module = "mod", Kernel = "k", Config = "cfg", D
                HostBuffer = "hbuf", Stream = "s", Event = "ev", Graph = "G", TensorMap = "tm", Layout = "L",
                Pipeline = "P", Barrier = "mb", Arrival = "arrival", Token = "token", Role = "t", Result = "r",
                Sweep = "S", K = "K", Pattern = "p", Bulk = "bulk", Hang = "err", Trace = "T",
-               GraphBuilder = "g", GraphNode = "node" }
+               GraphBuilder = "g", GraphNode = "node", Scheduler = "sched", Simulation = "sim" }
 -- The module's lazy names and the public methods (the sweep's internal classes left out): the
 -- walk the pinned surface makes too (spec/support/surface.lua).
 local lazy_names, methods = S.lazy_names, function() return S.methods() end
@@ -85,6 +85,8 @@ describe("the option fields in docs/ and README.md", function()
       markers = { ":launch{", ":launch({", ":prepare({", "`cfg` is `{" }, reference = "`cfg` is `{" },
     { what = "cuasync.pipeline{...}", code = require("cuasync.pipeline").FIELDS,
       markers = { "cuasync.pipeline{" }, reference = "- `cuasync.pipeline{" },
+    { what = "cuasync.scheduler{...}", code = require("cuasync.scheduler").FIELDS,
+      markers = { "cuasync.scheduler{" }, reference = "- `cuasync.scheduler{" },
     { what = "cuasync.sweep{...}", code = require("cuasync.tools.sweep.options").SWEEP_FIELDS,
       markers = { "cuasync.sweep{" }, reference = "- `cuasync.sweep{" },
     { what = "S:run{...}", code = require("cuasync.tools.sweep.options").RUN_FIELDS,

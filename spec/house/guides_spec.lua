@@ -7,7 +7,7 @@ local cuasync = require("cuasync")
 local H = require("helper")
 
 local GUIDES = { "first-pipeline", "cp-async", "clusters-and-multicast", "watchdog", "sweeps", "orchestration", "timeline",
-                 "ordered-consumers" }
+                 "ordered-consumers", "schedulers" }
 
 -- The page as a chunk of its runnable blocks: with_gpu = false keeps the CPU blocks only.
 local function chunk(text, with_gpu)
@@ -51,7 +51,7 @@ end
 describe("the guides in docs/", function()
   local gpu_it = H.gpu_it(it, pending)
 
-  it("are the eight the README points to, each with blocks that run", function()
+  it("are the ones the README points to, each with blocks that run", function()
     local readme = H.read("README.md")
     for _, name in ipairs(GUIDES) do
       local _, counts = chunk(H.read("docs/" .. name .. ".md"), true)

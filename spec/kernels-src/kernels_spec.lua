@@ -129,6 +129,9 @@ local EXPECT = {
     "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes", "mbarrier.try_wait.parity.shared::cta.b64",
     "mbarrier.arrive.shared::cta.b64", "atom.shared.add.u32", "nanosleep", "%globaltimer",
   },
+  ["sched_sum.cu"] = {   -- built from a stream-K scheduler, with the watchdog: the turnstile
+    "ld.acquire.gpu.global.u32", "fence.acq_rel.gpu", "st.relaxed.gpu.global.u32", "%globaltimer", "ld.global.cg.f32",
+  },
   ["pipeline_multicast.cu"] = {
     "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster",
     "mbarrier.arrive.release.cta.shared::cluster.b64", "barrier.cluster.arrive.release.aligned",
@@ -162,6 +165,10 @@ local BUILD = {
   ["order_log.cu"] = function(file)
     return cuasync.pipeline{ name = "pingpong", stages = 2, stage_bytes = 1024, producer = { warps = 4 }, consumer = { warps = 8 },
       order = { name = "math", groups = 2, depth = 2 }, scratch = 4096 }:program{ file = file, arch = "sm_90a" }
+  end,
+  ["sched_sum.cu"] = function(file)
+    return cuasync.scheduler{ name = "toy", kind = "stream_k", m = 100, n = 70, k = 300, tile = { 16, 16 }, bk = 8,
+      sms = 11 }:program{ file = file, arch = "sm_90a" }
   end,
   ["pipeline_multicast.cu"] = function(file)
     return cuasync.pipeline{ name = "mc", stages = 4, loads = { { map = plan_map{ 64, 16 }, name = "a" } }, multicast = { a = "x" },
