@@ -9,6 +9,8 @@ local watchdog = require("cuasync.watchdog")
 local cancel = require("cuasync.cancel")
 local pipeline = require("cuasync.pipeline")
 local scheduler = require("cuasync.scheduler")
+local layout = require("cuasync.layout")
+local layout_plan = require("cuasync.model.layout_plan")
 local ring = require("cuasync.model.ring")
 local clusters = require("cuasync.model.clusters")
 local tensormap_rules = require("cuasync.model.tensormap_rules")
@@ -62,10 +64,12 @@ local M = {
   tensormap = tensormap.new,
   pipeline = pipeline.new,
   scheduler = scheduler.new,
+  layout = layout.new,
   swizzle = swizzle,
   model = { swizzle = swizzle, launch_rules = rules, ring = ring, clusters = clusters,
             tensormap_rules = tensormap_rules, mbarrier = mbarrier, run = protocol.run,
-            pipeline_plan = pipeline_plan, timeline = timeline, tile_scheduler = tile_scheduler },
+            pipeline_plan = pipeline_plan, timeline = timeline, tile_scheduler = tile_scheduler,
+            layout_plan = layout_plan },
   cache = { stats = cache.stats, dir = cache.dir, clear_memory = cache.clear_memory },
   errors = errors,
   trace = { read = trace.read, raw = trace.raw, last = trace.last },
