@@ -46,7 +46,8 @@ end
 describe("bench_graph_loop's ablations and peer (CPU)", function()
   it("the ablations' variants compile with graph_loop.cu's own sweep (no GPU needed)", function()
     local ptx = ablation.program(cuasync, cuasync.kernels_dir()):ptx()
-    for _, k in ipairs({ "jacobi", "jacobi_flag", "jacobi_fused", "jacobi_flag_fused", "copy_n", "count_cond", "count_flag" }) do
+    for _, k in ipairs({ "jacobi", "jacobi_flag", "jacobi_fused", "jacobi_flag_fused", "copy_n", "count_cond", "count_flag",
+                            "jacobi_lean", "jacobi_flag_lean" }) do
       assert.truthy(ptx:find(".entry " .. k .. "(", 1, true), k)
     end
     assert.truthy(ptx:find("cudaGraphSetConditional", 1, true))

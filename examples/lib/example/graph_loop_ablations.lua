@@ -17,6 +17,8 @@ local M = {}
 local ABLATIONS = {
   { "fused", "graph", "while graph, body = one kernel that sweeps and copies y -> x itself: no memcpy node (the copy node's cost)" },
   { "copy-kernel", "graph", "while graph, body = jacobi + a copy kernel node instead of the memcpy node (copy engine vs SM copy)" },
+  { "lean", "graph", "while graph, the kernel reads the count before its sweep and reduces with warp shuffles (2 barriers, not 9): the kernel's own latency" },
+  { "host-lean", "host", "host loop with that kernel" },
   { "floor", "graph", "while graph, body = one 32-thread kernel that only counts and sets the condition (the while node's floor)" },
   { "floor-host", "host", "host loop of a 32-thread kernel that only counts and writes the flag, flag read each time (the host floor)" },
   { "unrolled", "graph", "one graph of --iters x (jacobi_flag, copy) nodes, no conditional node (the while node's own cost)" },
@@ -61,6 +63,49 @@ extern "C" __global__ void jacobi_flag_fused(float *x, float *y, unsigned n, flo
         *flag = residual > tol && k < max_iters;
     }
 }
+// The sweep with a warp-shuffle max (blockDim.x a multiple of 32): max is exact in any order, so
+// the residual is the tree's, bit for bit. Returns it in thread 0.
+__device__ __forceinline__ float sweep_lean(const float *x, float *y, unsigned n)
+{
+    __shared__ float w[32];
+    const unsigned i = threadIdx.x;
+    float d = 0.0f;
+    if (i < n) {
+        const float v = (i == 0 || i == n - 1) ? x[i] : 0.5f * (x[i - 1] + x[i + 1]);
+        y[i] = v;
+        d = fabsf(v - x[i]);
+    }
+    for (int o = 16; o > 0; o >>= 1) d = fmaxf(d, __shfl_xor_sync(0xffffffffu, d, o));
+    if ((i & 31u) == 0u) w[i >> 5] = d;
+    __syncthreads();
+    float r = 0.0f;
+    if (i < 32u) {
+        r = i < blockDim.x / 32u ? w[i] : 0.0f;
+        for (int o = 16; o > 0; o >>= 1) r = fmaxf(r, __shfl_xor_sync(0xffffffffu, r, o));
+    }
+    return r;
+}
+// the count read before the sweep: its load is off the path from the reduction to the condition
+extern "C" __global__ void jacobi_lean(const float *x, float *y, unsigned n, float tol, unsigned *iters,
+                                       unsigned max_iters, cuasync::graph::condition c)
+{
+    const unsigned k0 = threadIdx.x == 0 ? *iters : 0u;
+    const float residual = sweep_lean(x, y, n);
+    if (threadIdx.x == 0) {
+        *iters = k0 + 1;
+        cuasync::graph::set_condition(c, residual > tol && k0 + 1 < max_iters);
+    }
+}
+extern "C" __global__ void jacobi_flag_lean(const float *x, float *y, unsigned n, float tol, unsigned *iters,
+                                            unsigned max_iters, unsigned *flag)
+{
+    const unsigned k0 = threadIdx.x == 0 ? *iters : 0u;
+    const float residual = sweep_lean(x, y, n);
+    if (threadIdx.x == 0) {
+        *iters = k0 + 1;
+        *flag = residual > tol && k0 + 1 < max_iters;
+    }
+}
 extern "C" __global__ void copy_n(float *x, const float *y, unsigned n)
 {
     if (threadIdx.x < n) x[threadIdx.x] = y[threadIdx.x];
@@ -100,6 +145,7 @@ function M.new(c)
     fused = m:kernel("jacobi_fused", SIG), flag_fused = m:kernel("jacobi_flag_fused", FLAG),
     copy = m:kernel("copy_n", "ptr, ptr, u32"), count = m:kernel("count_cond", "ptr, u32, cond"),
     count_flag = m:kernel("count_flag", "ptr, u32, ptr"),
+    lean = m:kernel("jacobi_lean", SIG), flag_lean = m:kernel("jacobi_flag_lean", FLAG),
   }
   local cfg, small = { grid = 1, block = N }, { grid = 1, block = 32 }
   local hflag = ffi.new("uint32_t[1]")
@@ -136,6 +182,14 @@ function M.new(c)
       k.copy:launch({ grid = 1, block = N, stream = bs }, x, y, N)
     end)), true
   end
+  make.lean = function()
+    assert(N % 32 == 0, "--ablate lean: the warp-shuffle sweep needs a block of whole warps")
+    return launched(while_graph("lean", function(bs, cond)
+      k.lean:launch({ grid = 1, block = N, stream = bs }, x, y, N, 0, iters, ITERS, cond)
+      x:upload(y, nil, nil, bs)
+    end)), true
+  end
+  make["host-lean"] = function() return host(k.flag_lean, true), true end
   make.floor = function()
     return launched(while_graph("floor", function(bs, cond)
       k.count:launch({ grid = 1, block = 32, stream = bs }, iters, ITERS, cond)
