@@ -30,10 +30,16 @@ local signature = require("cuasync.signature")
 local tensormap = require("cuasync.tensormap")
 local swizzle = require("cuasync.model.swizzle")
 local graph = require("cuasync.graph")
+local conditional = require("cuasync.graph.conditional")
 local pdl = require("cuasync.pdl")
 local trace = require("cuasync.trace")
 local timeline = require("cuasync.model.timeline")
 
+
+-- cuasync.graph(fn[, opts]) makes a graph; cuasync.graph.condition / .while_ / .if_ act on the
+-- capture open now, as its builder's g:condition / g:while_ / g:if_ (graph/conditional.lua).
+local graph_api = setmetatable({ condition = conditional.condition, while_ = conditional.while_, if_ = conditional.if_ },
+  { __call = function(_, fn, opts) return graph.new(fn, opts) end })
 
 local M = {
   version = native.version,
@@ -59,7 +65,7 @@ local M = {
 
   stream = streams.stream,
   event = streams.event,
-  graph = graph.new,
+  graph = graph_api,
   pdl = { check = pdl.check },
   tensormap = tensormap.new,
   pipeline = pipeline.new,
@@ -86,6 +92,8 @@ local M = {
 for k, v in pairs(M) do if type(v) == "function" and not util.public[v] then util.public[v] = k end end
 for k, v in pairs(M.model) do if type(v) == "function" then util.public[v] = "model." .. k end end
 util.public[pdl.check] = "pdl.check"
+util.public[graph.new] = "graph"
+for k, v in pairs(graph_api) do util.public[v] = "graph." .. k end
 
 -- Names loaded on first use: name -> { module, field (nil: the module itself) }.
 local LAZY = {
