@@ -150,7 +150,8 @@ __device__ __forceinline__ void store(event *e, unsigned long long t, unsigned d
     v[1] = make_ulonglong2((unsigned long long)b | ((unsigned long long)epoch << 32), aux);
 }
 
-// Ring 0's place counters of the block's warps, in shared memory: key << 32 | the next place.
+// Ring 0's place counters of the block's warps, in shared memory: [w] warp w's key, [32 + w]
+// its next place (32-bit words: a 64-bit shared atomicAdd is a compare-and-swap loop in SASS).
 // The slot's count in global memory is the count the host reads; a global atomicAdd that returns
 // it puts an L2 round trip (hundreds of cycles) before the event's stores, on the warp's path:
 // every range_open and range_close of a traced GEMM block's epilogue, twice a tile. Once a
@@ -159,9 +160,9 @@ __device__ __forceinline__ void store(event *e, unsigned long long t, unsigned d
 // A counter is trusted only while its key is this launch's and this block's (shared memory is
 // not cleared between blocks): any other value means the global path, as in a kernel without a
 // pipeline. CUASYNC_TRACE_GLOBAL_COUNT: the global path always (examples/bench_trace.lua).
-__device__ __forceinline__ unsigned long long *place_counters()
+__device__ __forceinline__ unsigned *place_counters()
 {
-    __shared__ unsigned long long counters[32];
+    __shared__ unsigned counters[64];
     return counters;
 }
 __device__ __forceinline__ unsigned place_key()
@@ -185,15 +186,14 @@ __device__ __forceinline__ void put_at(unsigned long long t, unsigned dur, unsig
     if (e == nullptr) return;
     unsigned i;
 #if !defined(CUASYNC_TRACE_GLOBAL_COUNT)
-    unsigned long long *ctr = place_counters() + (warp_index() & 31u);
+    volatile unsigned *ctr = place_counters() + (warp_index() & 31u);
     const unsigned key = place_key();
-    const unsigned long long old = seed ? 0ull : atomicAdd(ctr, 1ull);
-    if (!seed && (unsigned)(old >> 32) == key) {
-        i = (unsigned)old;
+    if (!seed && ctr[0] == key) {
+        i = atomicAdd(const_cast<unsigned *>(ctr + 32), 1u);   // shared: tens of cycles
         atomicMax(&sl->count, i + 1u);   // its result unused: a reduction, nothing waited for
     } else {
         i = atomicAdd(&sl->count, 1u);
-        if (seed) *ctr = ((unsigned long long)key << 32) | (i + 1u);
+        if (seed) { ctr[32] = i + 1u; ctr[0] = key; }
     }
 #else
     (void)seed;
