@@ -104,7 +104,8 @@ struct pipeline_stages {
     // f(), in a traced build twice: once for a traced block, once for the others, where the
     // compiler knows the block is not traced and removes every record: a role's loop run through
     // it costs a block that is not traced nothing (pipeline_tma.cu's loops). Without trace, f().
-    template <class F> __device__ __forceinline__ void trace_split(F f) const
+    template <class F>
+    __device__ __forceinline__ void trace_split(F f) const
     {
 #if defined(CUASYNC_TRACE) && !defined(CUASYNC_TRACE_UNGUARDED)
         if (trace_taken()) f();
