@@ -168,7 +168,8 @@ __device__ __forceinline__ unsigned *place_counters()
 __device__ __forceinline__ unsigned place_key()
 {
     const unsigned linear = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
-    return (linear * 2654435761u) ^ cuasync_trace.epoch ^ 0x43555452u;   // one block to one key within a launch
+    // one block to one key within a launch; the epoch and the buffer tell launches and modules apart
+    return (linear * 2654435761u) ^ cuasync_trace.epoch ^ (unsigned)((unsigned long long)cuasync_trace.buf >> 8) ^ 0x43555452u;
 }
 __device__ __forceinline__ unsigned warp_index()
 {
