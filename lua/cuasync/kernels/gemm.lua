@@ -12,6 +12,7 @@ local ffi = require("ffi")
 local bit = require("bit")
 local pipeline = require("cuasync.pipeline")
 local program = require("cuasync.program")
+local trace = require("cuasync.trace")
 local tensormap = require("cuasync.tensormap")
 local rules = require("cuasync.model.launch_rules")
 local device = require("cuasync.device")
@@ -123,8 +124,9 @@ function M.program(P, opts)
   for k, v in pairs(P.ablate or {}) do
     if v then spec.defines[M.ABLATE[k]] = 1 end
   end
-  -- traced: records taken in every block (pipeline.cuh's CUASYNC_TRACE_UNGUARDED), no spill
-  if spec.trace and not (P.ablate or {}).trace_guarded then spec.defines.CUASYNC_TRACE_UNGUARDED = 1 end
+  -- traced (by the field, or a sweep's timeline run): records taken in every block
+  -- (pipeline.cuh's CUASYNC_TRACE_UNGUARDED): guarded, ptxas spilled in the consumers' k-loop
+  if trace.options(spec.trace) and not (P.ablate or {}).trace_guarded then spec.defines.CUASYNC_TRACE_UNGUARDED = 1 end
   return P:program(spec)
 end
 
