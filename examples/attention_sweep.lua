@@ -1,12 +1,13 @@
 -- attention_sweep.lua: attention forward on Hopper (kernels-src/attention_fwd.cu on a
 -- cuasync.pipeline plan, lua/cuasync/kernels/attention.lua) swept over stages x q_tile x kv_tile
--- x schedule for each of the issue's shapes (B x H x S x D, causal and not), every variant
+-- x schedule x overlap for each of the issue's shapes (B x H x S x D, causal and not), every variant
 -- verified against the f32 reference kernel (kernels-src/attention_ref.cu: O and LSE), then shown
 -- beside torch's SDPA backends timed on the same GPU in the same run (examples/peers/sdpa.py:
 -- cuDNN, flash = FlashAttention-2, efficient). Where torch does not import, it says so and shows
 -- cuasync alone. TFLOP/s counts 4 B H S^2 D, halved for causal.
 --   luajit examples/attention_sweep.lua [--shapes 4x16x4096x128,4x16x4096x128c] [--stages 2,3,4]
---                                       [--q-tiles 64,128] [--kv-tiles 64,128] [--schedules cooperative]
+--                                       [--q-tiles 64,128] [--kv-tiles 64,128] [--schedules cooperative,pingpong]
+--                                       [--overlap off,on]
 --                                       [--peers python3] [--rounds 5] [--reps 10]
 -- A shape is BxHxSxD, a trailing c for causal.
 package.path = (debug.getinfo(1, "S").source:match("^@(.*)/") or ".") .. "/lib/?.lua;" .. package.path
@@ -25,7 +26,8 @@ local o = cli.script{ options = {
   { "--stages LIST", "slots of the K/V ring (K and V tiles alternate through it)", default = { 2, 3, 4, 5, 6 } },
   { "--q-tiles LIST", "query rows of a block (64 per consumer warpgroup)", default = { 64, 128 } },
   { "--kv-tiles LIST", "keys of a K or V tile", default = { 64, 128 } },
-  { "--schedules LIST", "cooperative (pingpong: refused until built)", default = { "cooperative" } },
+  { "--schedules LIST", "cooperative, pingpong (the warpgroups take turns issuing their MMAs)", default = { "cooperative", "pingpong" } },
+  { "--overlap LIST", "off, on (S of the next tile issued with O of this one: the softmax overlaps O's MMAs)", default = { "off", "on" } },
   { "--peers CMD", "the python that runs examples/peers/sdpa.py (none: skip the peers)", default = "python3" },
   { "--rounds N", "interleaved rounds", default = 5 }, { "--reps N", "launches timed per round", default = 10 },
 } }
@@ -65,11 +67,11 @@ for _, text in ipairs(o.shapes) do
   end
   local function opts(p)
     return { b = sh.b, h = sh.h, s = sh.s, d = sh.d, causal = sh.causal, q_tile = p.q_tile, kv_tile = p.kv_tile,
-             stages = p.stages, schedule = p.schedule, out = "bf16" }
+             stages = p.stages, schedule = p.schedule, overlap = p.overlap == "on", out = "bf16" }
   end
   local S = cuasync.sweep{
-    name = "attention_" .. text, params = { stages = o.stages, q_tile = o.q_tiles, kv_tile = o.kv_tiles, schedule = o.schedules },
-    order = { "schedule", "q_tile", "kv_tile", "stages" }, unit = "TFLOP/s", rounds = o.rounds, reps = o.reps,
+    name = "attention_" .. text, params = { stages = o.stages, q_tile = o.q_tiles, kv_tile = o.kv_tiles, schedule = o.schedules,
+    overlap = o.overlap }, order = { "schedule", "overlap", "q_tile", "kv_tile", "stages" }, unit = "TFLOP/s", rounds = o.rounds, reps = o.reps,
     where = function(p) return pcall(function() attention.plan(opts(p)):check(attention.limits()) end) end,
     program = function(p) return attention.program(opts(p)) end,
     build = function(p) return attention.build(opts(p), data()) end,
@@ -88,8 +90,9 @@ for _, r in ipairs(summary) do
   local p = r.peer or {}
   local function peer(name) return p[name] and p[name].tflops end
   local best = r.best and r.best.tflops
-  local params = r.best and ("stages %d q %d kv %d %s"):format(r.best.params.stages, r.best.params.q_tile, r.best.params.kv_tile,
-    r.best.params.schedule) or "(none verified)"
+  local bp = r.best and r.best.params
+  local params = bp and ("st %d q %d kv %d %s%s"):format(bp.stages, bp.q_tile, bp.kv_tile, bp.schedule,
+    bp.overlap == "on" and "+ovl" or "") or "(none verified)"
   print(("%-16s %-39s %7s %6s %4s %9s %7s %5s"):format(r.shape, params, tf(best), tf(peer("cudnn")), tf(peer("flash")),
     tf(peer("efficient")), ratio(best, peer("cudnn")), ratio(best, peer("flash"))))
 end

@@ -25,9 +25,9 @@
 #include <cuasync/warpgroup.cuh>
 #include <cuasync/pipelines/attn.cuh>
 
-#if !defined(D) || !defined(Q_TILE) || !defined(KV_TILE) || !defined(CAUSAL) || !defined(OUT_F32) || \
-    !defined(Q_TX) || !defined(Q_BOX_SMEM) || !defined(Q_BARRIER) || !defined(PRODUCER_REGS) || !defined(MAX_REGS)
-#error "attention_fwd.cu: D, Q_TILE, KV_TILE, CAUSAL, OUT_F32, Q_TX, Q_BOX_SMEM, Q_BARRIER, PRODUCER_REGS and MAX_REGS come from kernels/attention.lua"
+#if !defined(D) || !defined(Q_TILE) || !defined(KV_TILE) || !defined(CAUSAL) || !defined(OUT_F32) || !defined(PINGPONG) || \
+    !defined(OVERLAP) || !defined(Q_TX) || !defined(Q_BOX_SMEM) || !defined(Q_BARRIER) || !defined(PRODUCER_REGS) || !defined(MAX_REGS)
+#error "attention_fwd.cu: D, Q_TILE, KV_TILE, CAUSAL, OUT_F32, PINGPONG, OVERLAP, Q_TX, Q_BOX_SMEM, Q_BARRIER, PRODUCER_REGS and MAX_REGS come from kernels/attention.lua"
 #endif
 
 typedef cuasync::pipelines::attn Plan;
@@ -60,7 +60,9 @@ __device__ __forceinline__ void mma_s(float (&d)[64], unsigned long long a, unsi
 __device__ __forceinline__ void mma_o(float (&d)[32], const unsigned (&a)[4], unsigned long long b) { wg::mma_rs_m64n64k16_bf16_tb(d, a, b, true); }
 __device__ __forceinline__ void mma_o(float (&d)[64], const unsigned (&a)[4], unsigned long long b) { wg::mma_rs_m64n128k16_bf16_tb(d, a, b, true); }
 
-// The max (op 0) or sum (op 1) of a row over the 4 threads of a quad that hold it.
+#define NEG_INF (-__int_as_float(0x7f800000))   // -inf (no math header under NVRTC)
+
+// The max and the sum of a row over the 4 threads of a quad that hold it.
 __device__ __forceinline__ float quad_max(float x)
 {
     x = fmaxf(x, __shfl_xor_sync(0xFFFFFFFFu, x, 1));
@@ -71,6 +73,91 @@ __device__ __forceinline__ float quad_sum(float x)
     x += __shfl_xor_sync(0xFFFFFFFFu, x, 1);
     return x + __shfl_xor_sync(0xFFFFFFFFu, x, 2);
 }
+
+// Issue S = Q K^T for consumer warpgroup c (its 64 rows of Q) on the K tile in `k_tile`: D / 16
+// k16 steps, step kk in column block kk / 4, 32 bytes a step inside it. One commit group.
+__device__ __forceinline__ void issue_s(float (&sc)[KV_TILE / 2], const unsigned char *q_smem, unsigned c, const unsigned char *k_tile)
+{
+    wg::fence();
+#pragma unroll
+    for (unsigned kk = 0; kk < D / 16; ++kk) {
+        const unsigned long long a = wg::desc_kmajor(q_smem + (kk / 4u) * Q_BOX_SMEM + c * 64u * 128u, 128u);
+        const unsigned long long b = wg::desc_kmajor(k_tile + (kk / 4u) * Plan::load_box_smem[Plan::kv], 128u);
+        mma_s(sc, wg::desc_advance(a, 32u * (kk % 4u)), wg::desc_advance(b, 32u * (kk % 4u)), kk > 0);
+    }
+    wg::commit_group();
+}
+
+// Issue O += P V on the V tile in `v_tile` (MN-major: imm-trans-b): KV_TILE / 16 k16 steps of 16
+// rows (2048 bytes) each; the column blocks are one box apart (the descriptor's leading offset).
+__device__ __forceinline__ void issue_o(float (&o)[D / 2], const unsigned (&p)[KV_TILE / 16][4], const unsigned char *v_tile)
+{
+    wg::fence_operands(o);
+    wg::fence();
+#pragma unroll
+    for (unsigned kb = 0; kb < KV_TILE / 16; ++kb)
+        mma_o(o, p[kb], wg::desc_advance(wg::desc_mnmajor(v_tile, Plan::load_box_smem[Plan::kv]), 16u * 128u * kb));
+    wg::commit_group();
+}
+
+// The online softmax of one S tile (keys kv0..), in place: columns past s and (causal) above the
+// diagonal to -inf, the running max m and sum l of the thread's two rows (register i is row half
+// (i / 2) % 2), sc to exp2(sc scale log2 e - m scale log2 e); returns in corr what O must be
+// multiplied by (exp2 of the old max less the new).
+__device__ __forceinline__ void softmax(float (&sc)[KV_TILE / 2], float (&m)[2], float (&l)[2], float (&corr)[2],
+                                        unsigned kv0, unsigned row0, unsigned tid, unsigned s, float scale_log2)
+{
+    if (kv0 + KV_TILE > s || (CAUSAL && kv0 + KV_TILE - 1u > row0)) {   // only the tiles that have such columns
+#pragma unroll
+        for (unsigned i = 0; i < KV_TILE / 2; ++i) {
+            const unsigned col = kv0 + wg::acc_col(i, tid), row = row0 + wg::acc_row(i, tid);
+            if (col >= s || (CAUSAL && col > row)) sc[i] = NEG_INF;
+        }
+    }
+    float mx[2] = { m[0], m[1] }, base[2], sum[2] = { 0.f, 0.f };
+#pragma unroll
+    for (unsigned i = 0; i < KV_TILE / 2; ++i) mx[(i / 2u) % 2u] = fmaxf(mx[(i / 2u) % 2u], sc[i]);
+#pragma unroll
+    for (unsigned r = 0; r < 2; ++r) {
+        mx[r] = quad_max(mx[r]);
+        base[r] = mx[r] == NEG_INF ? 0.f : mx[r] * scale_log2;   // a row with no column yet: exp2(-inf) = 0, never NaN
+        corr[r] = exp2f(m[r] * scale_log2 - base[r]);
+        m[r] = mx[r];
+    }
+#pragma unroll
+    for (unsigned i = 0; i < KV_TILE / 2; ++i) {
+        sc[i] = exp2f(sc[i] * scale_log2 - base[(i / 2u) % 2u]);
+        sum[(i / 2u) % 2u] += sc[i];
+    }
+#pragma unroll
+    for (unsigned r = 0; r < 2; ++r) l[r] = l[r] * corr[r] + sum[r];
+}
+
+// P (the exponentials in sc) to bf16 A fragments: k16 block kb is accumulator registers 8 kb ..
+// 8 kb + 7, in the order of the A fragment's four .b32 registers.
+__device__ __forceinline__ void pack(const float (&sc)[KV_TILE / 2], unsigned (&p)[KV_TILE / 16][4])
+{
+#pragma unroll
+    for (unsigned i = 0; i < KV_TILE / 2; i += 2) p[i / 8u][(i % 8u) / 2u] = wg::pack_bf16x2(sc[i], sc[i + 1]);
+}
+
+__device__ __forceinline__ void rescale(float (&o)[D / 2], const float (&corr)[2])
+{
+#pragma unroll
+    for (unsigned i = 0; i < D / 2; ++i) o[i] *= corr[(i / 2u) % 2u];
+}
+
+// The ping-pong schedule's turns (the plan's ordered barrier "math"): a consumer warpgroup
+// issues its MMAs only in its turn, so that one warpgroup's softmax runs while the other's MMAs
+// do. Without PINGPONG: nothing.
+#if PINGPONG
+typedef cuasync::ordered<Plan> Turns;
+#define TURN_WAIT() turns.wait_turn(turn)
+#define TURN_PASS() (turns.pass_turn(turn), turn.advance())
+#else
+#define TURN_WAIT() ((void)0)
+#define TURN_PASS() ((void)0)
+#endif
 
 extern "C" __global__ void __launch_bounds__(Plan::block, 1) attention_fwd(const __grid_constant__ cuasync::tensormap K,
     const __grid_constant__ cuasync::tensormap V, const __grid_constant__ cuasync::tensormap Q, void *O, float *LSE,
@@ -114,75 +201,86 @@ extern "C" __global__ void __launch_bounds__(Plan::block, 1) attention_fwd(const
     float o[D / 2];
 #pragma unroll
     for (unsigned i = 0; i < D / 2; ++i) o[i] = 0.f;
-    float m[2] = { -__int_as_float(0x7f800000), -__int_as_float(0x7f800000) };   // rows r and r + 8: running max
-    float l[2] = { 0.f, 0.f };                                                    // and this thread's part of the sum
+    float m[2] = { NEG_INF, NEG_INF };   // rows r and r + 8 of the thread: running max
+    float l[2] = { 0.f, 0.f };           // and this thread's part of the running sum
+    float sc[KV_TILE / 2], corr[2];
+    unsigned p[KV_TILE / 16][4];
+#if PINGPONG
+    Turns turns(pipe);
+    auto turn = turns.start();
+#endif
     auto st = pipe.consumer_start();
     cuasync::mbarrier::wait_parity(q_full, 0u);   // Q, once (a bounded wait through the watchdog)
 
+#if !OVERLAP
+    // One tile after the other: S_j, its softmax, O += P_j V_j.
     for (unsigned j = 0; j < tiles; ++j) {
-        // S = Q K_j^T: D / 16 k16 steps; step kk is in column block kk / 4, 32 bytes a step inside it
-        float sc[KV_TILE / 2];
         pipe.consumer_wait(st);
-        wg::fence();
-#pragma unroll
-        for (unsigned kk = 0; kk < D / 16; ++kk) {
-            const unsigned long long a = wg::desc_kmajor(q_smem + (kk / 4u) * Q_BOX_SMEM + c * 64u * 128u, 128u);
-            const unsigned long long b = wg::desc_kmajor(pipe.slice(st, Plan::kv, kk / 4u), 128u);
-            mma_s(sc, wg::desc_advance(a, 32u * (kk % 4u)), wg::desc_advance(b, 32u * (kk % 4u)), kk > 0);
-        }
-        wg::commit_group();
+        TURN_WAIT();
+        issue_s(sc, q_smem, c, pipe.buffer(st, Plan::kv));
+        TURN_PASS();
         wg::wait_group<0>();
+        wg::fence_operands(sc);
         pipe.consumer_release(st);   // K_j is done with
         st.advance();
-
-        // mask: columns past s, and causal columns above the diagonal, only on the tiles that have them
-        const unsigned kv0 = j * KV_TILE;
-        if (kv0 + KV_TILE > s || (CAUSAL && kv0 + KV_TILE - 1u > row0)) {
-#pragma unroll
-            for (unsigned i = 0; i < KV_TILE / 2; ++i) {
-                const unsigned col = kv0 + wg::acc_col(i, tid), row = row0 + wg::acc_row(i, tid);
-                if (col >= s || (CAUSAL && col > row)) sc[i] = -__int_as_float(0x7f800000);
-            }
-        }
-        // online softmax: register i is row half (i / 2) % 2 of the thread's two rows
-        float mx[2] = { m[0], m[1] };
-#pragma unroll
-        for (unsigned i = 0; i < KV_TILE / 2; ++i) mx[(i / 2u) % 2u] = fmaxf(mx[(i / 2u) % 2u], sc[i]);
-        float base[2], corr[2], sum[2] = { 0.f, 0.f };
-#pragma unroll
-        for (unsigned r = 0; r < 2; ++r) {
-            mx[r] = quad_max(mx[r]);
-            // a row with no column yet keeps -inf: exp2 of (-inf) - 0 is 0, never NaN
-            base[r] = mx[r] == -__int_as_float(0x7f800000) ? 0.f : mx[r] * scale_log2;
-            corr[r] = exp2f(m[r] * scale_log2 - base[r]);
-            m[r] = mx[r];
-        }
-        unsigned p[KV_TILE / 16][4];   // P as bf16 A fragments: k16 block kb is registers 8 kb .. 8 kb + 7
-#pragma unroll
-        for (unsigned i = 0; i < KV_TILE / 2; i += 2) {
-            const unsigned r = (i / 2u) % 2u;
-            const float e0 = exp2f(sc[i] * scale_log2 - base[r]), e1 = exp2f(sc[i + 1] * scale_log2 - base[r]);
-            sum[r] += e0 + e1;
-            p[i / 8u][(i % 8u) / 2u] = wg::pack_bf16x2(e0, e1);
-        }
-#pragma unroll
-        for (unsigned r = 0; r < 2; ++r) l[r] = l[r] * corr[r] + sum[r];
-#pragma unroll
-        for (unsigned i = 0; i < D / 2; ++i) o[i] *= corr[(i / 2u) % 2u];
-
-        // O += P V_j: KV_TILE / 16 k16 steps, 16 rows of V (2048 bytes) a step; V is MN-major
+        softmax(sc, m, l, corr, j * KV_TILE, row0, tid, s, scale_log2);
+        rescale(o, corr);
+        pack(sc, p);
         pipe.consumer_wait(st);
-        wg::fence();
-#pragma unroll
-        for (unsigned kb = 0; kb < KV_TILE / 16; ++kb) {
-            const unsigned long long b = wg::desc_mnmajor(pipe.slice(st, Plan::kv, 0), Plan::load_box_smem[Plan::kv]);
-            mma_o(o, p[kb], wg::desc_advance(b, 16u * 128u * kb));
-        }
-        wg::commit_group();
+        TURN_WAIT();
+        issue_o(o, p, pipe.buffer(st, Plan::kv));
+        TURN_PASS();
         wg::wait_group<0>();
+        wg::fence_operands(o);
+        wg::fence_operands(p);
         pipe.consumer_release(st);   // V_j is done with
         st.advance();
     }
+#else
+    // Software-pipelined (FlashAttention-3's intra-warpgroup overlap): S_j+1 = Q K_j+1^T and
+    // O += P_j V_j are issued together; the softmax of S_j+1 runs while O's MMAs do; O is
+    // rescaled by it only after they completed.
+    pipe.consumer_wait(st);
+    TURN_WAIT();
+    issue_s(sc, q_smem, c, pipe.buffer(st, Plan::kv));
+    TURN_PASS();
+    wg::wait_group<0>();
+    wg::fence_operands(sc);
+    pipe.consumer_release(st);   // K_0
+    st.advance();                // at V_0
+    softmax(sc, m, l, corr, 0u, row0, tid, s, scale_log2);   // O is 0: nothing to rescale
+    pack(sc, p);
+    for (unsigned j = 1; j < tiles; ++j) {
+        auto st_k = st;
+        st_k.advance();          // K_j, after V_j-1 in the ring
+        pipe.consumer_wait(st_k);
+        pipe.consumer_wait(st);
+        TURN_WAIT();
+        issue_s(sc, q_smem, c, pipe.buffer(st_k, Plan::kv));
+        issue_o(o, p, pipe.buffer(st, Plan::kv));
+        TURN_PASS();
+        wg::wait_group<1>();     // S_j (committed first) is done; O's MMAs may still run
+        wg::fence_operands(sc);
+        pipe.consumer_release(st_k);   // K_j
+        softmax(sc, m, l, corr, j * KV_TILE, row0, tid, s, scale_log2);
+        wg::wait_group<0>();
+        wg::fence_operands(o);
+        wg::fence_operands(p);
+        pipe.consumer_release(st);     // V_j-1
+        rescale(o, corr);
+        pack(sc, p);
+        st = st_k;
+        st.advance();            // at V_j
+    }
+    pipe.consumer_wait(st);
+    TURN_WAIT();
+    issue_o(o, p, pipe.buffer(st, Plan::kv));
+    TURN_PASS();
+    wg::wait_group<0>();
+    wg::fence_operands(o);
+    wg::fence_operands(p);
+    pipe.consumer_release(st);   // the last V
+#endif
 
     // O / l and the LSE (natural log: (m scale log2 e + log2 l) ln 2); rows past s are not stored
     float inv[2], lse[2];

@@ -163,6 +163,28 @@ CUASYNC_REFUSE("wgmma::", mma_rs_m64n128k16_bf16_tb, CUASYNC_SM90A)
 CUASYNC_REFUSE("wgmma::", pack_bf16x2, CUASYNC_SM90A)
 #endif
 
+// No instruction: the compiler may not move reads or writes of these registers across this point
+// (CUTLASS's warpgroup_fence_operand). After wait_group: accumulators read then are the MMA's
+// results; A fragments fenced there stay allocated (unclobbered) while an MMA still reads them.
+template <int N>
+__device__ __forceinline__ void fence_operands(float (&r)[N])
+{
+#pragma unroll
+    for (int i = 0; i < N; ++i) asm volatile("" : "+f"(r[i]) :: "memory");
+}
+template <int N>
+__device__ __forceinline__ void fence_operands(unsigned (&r)[N])
+{
+#pragma unroll
+    for (int i = 0; i < N; ++i) asm volatile("" : "+r"(r[i]) :: "memory");
+}
+template <int N, int M>
+__device__ __forceinline__ void fence_operands(unsigned (&r)[N][M])   // A fragments: [k16 block][4]
+{
+#pragma unroll
+    for (int i = 0; i < N; ++i) fence_operands(r[i]);
+}
+
 // Where accumulator register i of this thread sits in the 64 x N tile of its warpgroup (the
 // m64nNk16 f32 fragment): row = 16 * warp + lane / 4 + 8 * ((i / 2) % 2), col = 8 * (i / 4) +
 // 2 * (lane % 4) + i % 2, with warp and lane inside the warpgroup.

@@ -2,7 +2,7 @@
 -- the checker), the refusals by rule before any compile, the CPU reference against a naive
 -- formula, and the PTX of attention_fwd.cu (NVRTC, sm_90a): wgmma from shared memory and from
 -- registers with B transposed, 3D tensor loads, bounded mbarrier waits, setmaxnreg only with two
--- consumer warpgroups, no spills. GPU (#gpu): first the simple variant (one consumer warpgroup,
+-- consumer warpgroups, no spills without the watchdog. GPU (#gpu): first the simple variant (one consumer warpgroup,
 -- stages = 2), then every variant, against the CPU reference on small shapes (s = 1, 100, 300:
 -- not multiples of the tile; d 64 and 128; causal and not), output poisoned first, LSE checked,
 -- the f32 reference against the CPU one, and a large shape against the f32 reference.
@@ -46,6 +46,16 @@ describe("attention", function()
       local r = P:simulate{ iterations = 12, runs = 10 }
       assert.is_true(r.ok, r.ok or r:report())
       assert.is_false(P:mutate{ tx_delta = -16 }:simulate{ iterations = 12 }.ok)
+      -- ping-pong: the warpgroups take turns on the plan's ordered barrier (two turns a K/V pair,
+      -- one with overlap); every warpgroup reads every stage (consume = "all")
+      for _, overlap in ipairs({ false, true }) do
+        local Q = plan{ stages = 3, schedule = "pingpong", overlap = overlap }
+        assert.equal(overlap and 1 or 2, Q.order.depth)
+        assert.equal(2, Q.empty_count)
+        r = Q:simulate{ iterations = 12, tile_iterations = 2, runs = 10 }
+        assert.is_true(r.ok, r.ok or r:report())
+        assert.is_false(Q:mutate{ skip_pass = 0 }:simulate{ iterations = 12, tile_iterations = 2 }.ok)
+      end
     end)
 
     it("refuses what the kernel cannot serve, by rule, before any compile", function()
@@ -57,7 +67,7 @@ describe("attention", function()
         { { kv_tile = 256 }, "kv_tile must be 64 or 128 (got 256)" },
         { { q_tile = 192 }, "q_tile = 192, kv_tile = 128, d = 128: a consumer thread needs about 184 registers (S 64 + O 64 + P 32 + 24) but 3 consumer warpgroups get 152 each" },
         { { schedule = "pingpong", q_tile = 64 }, 'schedule "pingpong" needs two consumer warpgroups taking turns; q_tile = 64 gives one' },
-        { { schedule = "pingpong" }, 'schedule "pingpong" is not built yet' },
+        { { overlap = "yes" }, "overlap must be true or false" },
         { { schedule = "split" }, 'schedule must be "cooperative" or "pingpong"' },
         { { out = "f16" }, 'out must be "bf16" or "f32"' },
         { { stages = 1 }, "stages must be an integer in 2..16 (got 1)" },
@@ -119,32 +129,49 @@ describe("attention", function()
   end)
 
   describe("attention_fwd.cu", function()
-    it("compiles every variant for sm_90a with the instructions it claims, and no spills", function()
-      local lines = {}
+    -- every variant the plans allow: d x q_tile x kv_tile x schedule (pingpong: two warpgroups) x overlap
+    local function variants()
+      local out = {}
       for _, d in ipairs({ 64, 128 }) do
         for _, q_tile in ipairs({ 64, 128 }) do
           for _, kv_tile in ipairs({ 64, 128 }) do
-            local P = plan{ d = d, q_tile = q_tile, kv_tile = kv_tile, causal = true }
-            local prog = attention.program(P, { arch = "sm_90a" })
-            local ptx = prog:ptx()
-            local function has(ins, yes)
-              assert[yes == false and "falsy" or "truthy"](ptx:find(ins, 1, true), ("d %d q %d kv %d: %s %s"):format(d, q_tile, kv_tile, yes == false and "has" or "lacks", ins))
+            for _, schedule in ipairs(q_tile > 64 and { "cooperative", "pingpong" } or { "cooperative" }) do
+              for _, overlap in ipairs({ false, true }) do
+                out[#out + 1] = { d = d, q_tile = q_tile, kv_tile = kv_tile, schedule = schedule, overlap = overlap, causal = true }
+              end
             end
-            has(("wgmma.mma_async.sync.aligned.m64n%dk16.f32.bf16.bf16"):format(kv_tile))   -- S = Q K^T
-            -- O += P V: A from four .b32 registers, imm-trans-b = 1 (V is MN-major)
-            assert.truthy(ptx:match(("wgmma%%.mma_async%%.sync%%.aligned%%.m64n%dk16%%.f32%%.bf16%%.bf16 {[^}]+}, {%%%%r%%d+, %%%%r%%d+, %%%%r%%d+, %%%%r%%d+}, %%%%rd%%d+, p, 1, 1, 1;"):format(d)),
-                          ("d %d: no RS wgmma with B transposed"):format(d))
-            has("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes")
-            has("mbarrier.try_wait")
-            has("cvt.rn.bf16x2.f32")
-            has("%globaltimer")   -- the watchdog's clock: waits are bounded
-            has("setmaxnreg.inc.sync.aligned.u32", q_tile > 64)
-            local r = prog:resources().attention_fwd
-            assert.equal(0, r.spill_stores, "spill stores")
-            assert.equal(0, r.spill_loads, "spill loads")
-            lines[#lines + 1] = ("d %3d q_tile %3d kv_tile %3d: %d registers, smem %d B"):format(d, q_tile, kv_tile, r.registers, P.smem_bytes)
           end
         end
+      end
+      return out
+    end
+
+    it("compiles every variant for sm_90a with the instructions it claims; ptxas's registers and spills", function()
+      local lines = {}
+      for _, v in ipairs(variants()) do
+        local P = plan(v)
+        local name = ("d %3d q_tile %3d kv_tile %3d %-11s overlap %-5s"):format(v.d, v.q_tile, v.kv_tile, v.schedule, tostring(v.overlap))
+        local prog = attention.program(P, { arch = "sm_90a" })
+        local ptx = prog:ptx()
+        local function has(ins, yes)
+          assert[yes == false and "falsy" or "truthy"](ptx:find(ins, 1, true), ("%s: %s %s"):format(name, yes == false and "has" or "lacks", ins))
+        end
+        has(("wgmma.mma_async.sync.aligned.m64n%dk16.f32.bf16.bf16"):format(v.kv_tile))   -- S = Q K^T
+        -- O += P V: A from four .b32 registers, imm-trans-b = 1 (V is MN-major)
+        assert.truthy(ptx:match(("wgmma%%.mma_async%%.sync%%.aligned%%.m64n%dk16%%.f32%%.bf16%%.bf16 {[^}]+}, {%%%%r%%d+, %%%%r%%d+, %%%%r%%d+, %%%%r%%d+}, %%%%rd%%d+, p, 1, 1, 1;"):format(v.d)),
+                      name .. ": no RS wgmma with B transposed")
+        has("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes")
+        has("mbarrier.try_wait")
+        has("cvt.rn.bf16x2.f32")
+        has("%globaltimer")   -- the watchdog's clock: waits are bounded
+        has("setmaxnreg.inc.sync.aligned.u32", v.q_tile > 64)
+        has("wgmma.wait_group.sync.aligned 1", v.overlap)   -- S waited for while O's MMAs run
+        local r = prog:resources().attention_fwd
+        -- without the watchdog no variant spills; with it (the default) the report says what does
+        local bare = attention.program(P, { arch = "sm_90a", watchdog = false }):resources().attention_fwd
+        assert.equal(0, bare.spill_stores + bare.spill_loads, name .. ": spills without the watchdog")
+        lines[#lines + 1] = ("%s: %d registers (%d without the watchdog), spill stores %d loads %d, smem %d B"):format(
+          name, r.registers, bare.registers, r.spill_stores, r.spill_loads, P.smem_bytes)
       end
       print("\n" .. table.concat(lines, "\n"))
     end)
@@ -189,8 +216,9 @@ describe("attention", function()
       worst_lse = math.max(worst_lse, d)
     end
     O:close(); LSE:close()
-    return ("s %d d %d causal %s q_tile %d kv_tile %d stages %d out %s: largest difference O %.3g, LSE %.3g"):format(
-      o.s, o.d, tostring(o.causal), o.q_tile, o.kv_tile, o.stages, o.out, worst, worst_lse)
+    return ("s %d d %d causal %s q_tile %d kv_tile %d stages %d %s overlap %s out %s: largest difference O %.3g, LSE %.3g"):format(
+      o.s, o.d, tostring(o.causal), o.q_tile, o.kv_tile, o.stages, o.schedule or "cooperative", tostring(o.overlap or false), o.out,
+      worst, worst_lse)
   end
 
   local function shape_data(b, h, s, d, causal)
@@ -216,10 +244,14 @@ describe("attention", function()
           local data = shape_data(1, 2, s, d, causal)
           for _, q_tile in ipairs({ 64, 128 }) do
             for _, kv_tile in ipairs({ 64, 128 }) do
-              local stages = 2 + #lines % 3
-              local out = #lines % 2 == 0 and "bf16" or "f32"
-              lines[#lines + 1] = check({ b = 1, h = 2, s = s, d = d, causal = causal, q_tile = q_tile, kv_tile = kv_tile,
-                                          stages = stages, out = out }, data)
+              for _, schedule in ipairs(q_tile > 64 and { "cooperative", "pingpong" } or { "cooperative" }) do
+                for _, overlap in ipairs({ false, true }) do
+                  local stages = 2 + #lines % 3
+                  local out = #lines % 2 == 0 and "bf16" or "f32"
+                  lines[#lines + 1] = check({ b = 1, h = 2, s = s, d = d, causal = causal, q_tile = q_tile, kv_tile = kv_tile,
+                                              stages = stages, out = out, schedule = schedule, overlap = overlap }, data)
+                end
+              end
             end
           end
           data.q:close(); data.k:close(); data.v:close()
@@ -243,18 +275,21 @@ describe("attention", function()
   end)
 
   gpu_it("a large shape matches the f32 reference on the device (build's verify)", function()
-    for _, causal in ipairs({ false, true }) do
+    for _, v in ipairs({ { false, "cooperative", false }, { true, "pingpong", true }, { true, "cooperative", true }, { false, "pingpong", false } }) do
+      local causal, schedule, overlap = v[1], v[2], v[3]
       local b, h, s, d = 1, 4, 1000, 128
       local n = b * h * s * d
       local bufs = { q = cuasync.alloc(n * 2), k = cuasync.alloc(n * 2), v = cuasync.alloc(n * 2), o = cuasync.alloc(n * 2),
                      lse = cuasync.alloc(b * h * s * 4) }
       for _, f in ipairs({ "q", "k", "v" }) do attention.random(bufs[f], n, H.random_u32()) end
-      local B = attention.build({ b = b, h = h, s = s, d = d, causal = causal, q_tile = 128, kv_tile = 128, stages = 2 }, bufs)
+      local B = attention.build({ b = b, h = h, s = s, d = d, causal = causal, q_tile = 128, kv_tile = 128, stages = 2,
+                                  schedule = schedule, overlap = overlap }, bufs)
       B.poison()
       B.run()
       cuasync.synchronize()
       local ok, why = B.verify()
-      assert.is_true(ok, why)
+      assert.is_true(ok, ("causal %s %s overlap %s: %s"):format(tostring(causal), schedule, tostring(overlap), tostring(why)))
+      for _, x in pairs(bufs) do x:close() end
     end
   end)
 end)

@@ -48,8 +48,8 @@ local function map(buf, p, rows, which)
     dtype = "bf16", dims = { p.d, p.s, p.b * p.h }, box = { M.SPAN, rows, 1 }, swizzle = "128B", load_only = true }
 end
 
--- attention.plan{ b, h, s, d, causal, q_tile, kv_tile, stages, schedule, out[, q, k, v] }: the
--- pipeline (fields .problem, .maps { q, k, v }, .q_bytes), refused by rule first (model.check).
+-- attention.plan{ b, h, s, d, causal, q_tile, kv_tile, stages, schedule, overlap, out[, q, k, v] }:
+-- the pipeline (fields .problem, .maps { q, k, v }, .q_bytes), refused by rule first (model.check).
 function M.plan(o)
   local p = model.check(o)
   if (o.q ~= nil or o.k ~= nil or o.v ~= nil) and not (o.q and o.k and o.v) then
@@ -61,7 +61,10 @@ function M.plan(o)
   local q_bytes = blocks * q_box_smem
   local P = pipeline.new{ name = "attn", stages = p.stages, loads = { { map = maps.k, name = "kv", boxes = blocks } },
     producer = { warps = 4 }, consumer = { warps = 4 * p.consumers }, release = "warpgroup",
-    scratch = q_bytes + 8 }   -- the Q tile, then its barrier
+    scratch = q_bytes + 8,   -- the Q tile, then its barrier
+    -- ping-pong: the consumer warpgroups take turns issuing their MMAs (every one reads every
+    -- stage); a round is one turn (overlap: S and O issued together) or two (S, then O)
+    order = p.schedule == "pingpong" and { name = "math", groups = p.consumers, depth = p.overlap and 1 or 2, consume = "all" } or nil }
   P.problem, P.maps, P.q_bytes, P.q_box_smem, P.q_tx = p, maps, q_bytes, q_box_smem, blocks * maps.q.box_bytes
   return P
 end
@@ -81,7 +84,8 @@ function M.program(P, opts)
   for k, v in pairs(opts or {}) do spec[k] = v end
   spec.file = "attention_fwd.cu"
   spec.defines = { D = p.d, Q_TILE = p.q_tile, KV_TILE = p.kv_tile, CAUSAL = p.causal and 1 or 0,
-                   OUT_F32 = p.out == "f32" and 1 or 0, Q_TX = P.q_tx, Q_BOX_SMEM = P.q_box_smem, Q_BARRIER = P.q_bytes,
+                   OUT_F32 = p.out == "f32" and 1 or 0,
+                   PINGPONG = p.schedule == "pingpong" and 1 or 0, OVERLAP = p.overlap and 1 or 0, Q_TX = P.q_tx, Q_BOX_SMEM = P.q_box_smem, Q_BARRIER = P.q_bytes,
                    PRODUCER_REGS = model.PRODUCER_REGS, MAX_REGS = model.MAX_REGS }
   return P:program(spec)
 end

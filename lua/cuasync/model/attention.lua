@@ -67,9 +67,8 @@ function M.check(o)
   if schedule == "pingpong" and consumers < 2 then
     fail(("schedule \"pingpong\" needs two consumer warpgroups taking turns; q_tile = %d gives one (use q_tile = 128)"):format(q_tile))
   end
-  if schedule == "pingpong" then
-    fail('schedule "pingpong" is not built yet (attention_fwd.cu has the cooperative schedule): use "cooperative"')
-  end
+  local overlap = o.overlap or false
+  if type(overlap) ~= "boolean" then fail(("overlap must be true or false (got %s)"):format(util.describe(overlap))) end
   local out = o.out or "bf16"
   if not M.OUTS[out] then fail(('out must be "bf16" or "f32" (got %s)'):format(util.describe(out))) end
   local _, have = M.registers(consumers)
@@ -79,7 +78,7 @@ function M.check(o)
       q_tile, kv_tile, d, need, kv_tile / 2, d / 2, kv_tile / 4, M.REG_OVERHEAD, consumers, have, 128 * (consumers + 1)))
   end
   return { b = b, h = h, s = s, d = d, causal = causal, q_tile = q_tile, kv_tile = kv_tile, stages = stages,
-           schedule = schedule, out = out, consumers = consumers }
+           schedule = schedule, overlap = overlap, out = out, consumers = consumers }
 end
 
 -- The work of a forward pass: 4 b h s^2 d (two products of 2 s^2 d each, per head), halved causal.
