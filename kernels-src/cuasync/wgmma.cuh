@@ -163,7 +163,8 @@ CUASYNC_REFUSE("wgmma::", mma_rs_m64n128k16_bf16_tb, CUASYNC_SM90A)
 CUASYNC_REFUSE("wgmma::", pack_bf16x2, CUASYNC_SM90A)
 #endif
 
-// No instruction: the compiler may not move reads or writes of these registers across this point
+// (an empty asm with each register as a "+" operand: no instruction)    // PTX ISA 1.0, sm_10
+// The compiler may not move reads or writes of these registers across this point
 // (CUTLASS's warpgroup_fence_operand). After wait_group: accumulators read then are the MMA's
 // results; A fragments fenced there stay allocated (unclobbered) while an MMA still reads them.
 template <int N>
