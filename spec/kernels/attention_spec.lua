@@ -72,6 +72,7 @@ describe("attention", function()
         { { out = "f16" }, 'out must be "bf16" or "f32"' },
         { { stages = 1 }, "stages must be an integer in 2..16 (got 1)" },
         { { causal = 1 }, "causal must be true or false" },
+        { { b = 300, h = 300 }, "b x h = 90000 heads" },
       }
       for _, c in ipairs(cases) do
         local ok, err = pcall(plan, c[1])

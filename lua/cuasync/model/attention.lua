@@ -36,10 +36,17 @@ end
 
 -- Checks the options of attention.plan by rule (before any tensor map or compile) and returns the
 -- problem with its defaults filled in.
+M.FIELDS = { b = true, h = true, s = true, sq = true, skv = true, d = true, causal = true, q_tile = true, kv_tile = true,
+             stages = true, schedule = true, overlap = true, out = true, q = true, k = true, v = true }
+
 function M.check(o)
   util.kind("attention", "argument", o, "table")
+  util.known_fields("attention", o, M.FIELDS)
   local b = util.int_in("attention", "b", o.b, 1, 65535)
   local h = util.int_in("attention", "h", o.h, 1, 65535)
+  if b * h > 65535 then
+    fail(("b x h = %d heads, but a block takes one head's q tile and the grid's y dimension holds at most 65535"):format(b * h))
+  end
   if o.s == 0 then fail("s = 0: a sequence needs at least one position (there is nothing to attend to)") end
   local s = util.int_in("attention", "s", o.s, 1, 2 ^ 31 - 1)
   for _, f in ipairs({ "sq", "skv" }) do
