@@ -10,11 +10,12 @@
 
 // Launch: grid (ceil(s / REF_ROWS), b*h), block 128. Exact softmax in f32: scores of REF_KEYS keys,
 // their max, then the running max, sum and output rescaled once per chunk.
+// The staged keys and values (one array for both head dims: a template's own would count twice).
+#define REF_PITCH (128 + 1)
 template <int D>
 __device__ void attention_ref_body(const __nv_bfloat16 *Q, const __nv_bfloat16 *K, const __nv_bfloat16 *V, float *O,
-                                   float *LSE, unsigned s, float scale, int causal)
+                                   float *LSE, unsigned s, float scale, int causal, float (*k)[REF_PITCH], float (*v)[REF_PITCH])
 {
-    __shared__ float k[REF_KEYS][D + 1], v[REF_KEYS][D + 1];
     constexpr int C = D / 4;   // columns a thread owns: c = part + 4 i
     const unsigned part = threadIdx.x % 4u, r = threadIdx.x / 4u;
     const unsigned row = blockIdx.x * REF_ROWS + r;
@@ -38,6 +39,7 @@ __device__ void attention_ref_body(const __nv_bfloat16 *Q, const __nv_bfloat16 *
         __syncthreads();
         float x[REF_KEYS];
         float mx = m;
+#pragma unroll
         for (int j = 0; j < REF_KEYS; ++j) {
             float dot = 0.f;
             for (int i = 0; i < C; ++i) dot += q[i] * k[j][part + 4 * i];
@@ -51,6 +53,7 @@ __device__ void attention_ref_body(const __nv_bfloat16 *Q, const __nv_bfloat16 *
         const float corr = expf(m - mx);
         l *= corr;
         for (int i = 0; i < C; ++i) o[i] *= corr;
+#pragma unroll
         for (int j = 0; j < REF_KEYS; ++j) {
             const float p = expf(x[j] - mx);
             l += p;
@@ -66,8 +69,9 @@ __device__ void attention_ref_body(const __nv_bfloat16 *Q, const __nv_bfloat16 *
 extern "C" __global__ void __launch_bounds__(128) attention_ref(const __nv_bfloat16 *Q, const __nv_bfloat16 *K,
     const __nv_bfloat16 *V, float *O, float *LSE, unsigned s, unsigned d, float scale, int causal)
 {
-    if (d == 64) attention_ref_body<64>(Q, K, V, O, LSE, s, scale, causal);
-    else attention_ref_body<128>(Q, K, V, O, LSE, s, scale, causal);
+    __shared__ float k[REF_KEYS][REF_PITCH], v[REF_KEYS][REF_PITCH];
+    if (d == 64) attention_ref_body<64>(Q, K, V, O, LSE, s, scale, causal, k, v);
+    else attention_ref_body<128>(Q, K, V, O, LSE, s, scale, causal, k, v);
 }
 
 // out[0] += the elements with |got - want| > atol + rtol |want| (got bf16 when got_bf16, else f32);

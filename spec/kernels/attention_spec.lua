@@ -176,6 +176,13 @@ describe("attention", function()
       end
       print("\n" .. table.concat(lines, "\n"))
     end)
+
+    it("has a reference kernel that fits a launch: static shared memory within 48 KiB, no stack", function()
+      local r = cuasync.program{ file = "attention_ref.cu", arch = "sm_90a" }:resources().attention_ref
+      assert.truthy(r.static_smem <= 48 * 1024, tostring(r.static_smem))
+      assert.equal(0, r.stack)
+      assert.equal(0, r.spill_stores)
+    end)
   end)
 
   -- Host data: fresh random bf16 in (-1, 1) as bits and values.
@@ -270,8 +277,9 @@ describe("attention", function()
       attention.reference(data.q, data.k, data.v, O, LSE, 2, s, d, causal)
       cuasync.synchronize()
       local o, lse = O:download("float", 2 * s * d), LSE:download("float", 2 * s)
-      for i = 0, 2 * s * d - 1 do assert.truthy(math.abs(o[i] - data.o[i]) < 1e-5, ("o[%d]"):format(i)) end
-      for i = 0, 2 * s - 1 do assert.truthy(math.abs(lse[i] - data.lse[i]) < 1e-5, ("lse[%d]"):format(i)) end
+      -- f32 sums of at most 70 terms with expf: within 1e-4 of the doubles
+      for i = 0, 2 * s * d - 1 do assert.truthy(math.abs(o[i] - data.o[i]) < 1e-4, ("o[%d]"):format(i)) end
+      for i = 0, 2 * s - 1 do assert.truthy(math.abs(lse[i] - data.lse[i]) < 1e-4, ("lse[%d]"):format(i)) end
     end
   end)
 
