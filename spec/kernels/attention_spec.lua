@@ -177,11 +177,16 @@ describe("attention", function()
       print("\n" .. table.concat(lines, "\n"))
     end)
 
-    it("has a reference kernel that fits a launch: static shared memory within 48 KiB, no stack", function()
+    it("has a reference kernel that fits a launch (static shared memory within 48 KiB, no stack), and the P V probe compiles", function()
       local r = cuasync.program{ file = "attention_ref.cu", arch = "sm_90a" }:resources().attention_ref
       assert.truthy(r.static_smem <= 48 * 1024, tostring(r.static_smem))
       assert.equal(0, r.stack)
       assert.equal(0, r.spill_stores)
+      -- and the P V probe the GPU part runs first compiles, with its two RS products
+      local ptx = cuasync.program{ file = "spec/support/kernels/wgmma_rs.cu", arch = "sm_90a" }:ptx()
+      for _, n in ipairs({ 64, 128 }) do
+        assert.truthy(ptx:find(("m64n%dk16.f32.bf16.bf16 {[^}]+}, {%%r%%d+, %%r%%d+, %%r%%d+, %%r%%d+}, %%rd%%d+, p, 1, 1, 1;"):format(n)), tostring(n))
+      end
     end)
   end)
 
@@ -238,6 +243,29 @@ describe("attention", function()
     data.o, data.lse = model.reference(data.qv, data.kv, data.vv, b * h, s, d, causal)
     return data
   end
+
+  -- The O += P V product alone (P from registers, V MN-major through desc_mnmajor), N = 64 and 128:
+  -- if attention fails for d = 128 only, the descriptor's leading offset (the 64-column blocks'
+  -- distance) is the suspect; if both fail, the A fragments or imm-trans-b.
+  gpu_it("P V with P from registers and V MN-major matches a CPU product (spec/support/kernels/wgmma_rs.cu)", function()
+    local prog = cuasync.program{ file = "spec/support/kernels/wgmma_rs.cu" }:compile()
+    for _, n in ipairs({ 64, 128 }) do
+      local P, pv = random_bf16(64 * 64)
+      local V, vv = random_bf16(64 * n)
+      local D = float_buffer(64 * n)
+      prog:kernel("pv" .. n, "ptr, ptr, ptr"):launch({ grid = 1, block = 128 }, P, V, D)
+      cuasync.synchronize()
+      local got = D:download("float", 64 * n)
+      for i = 0, 63 do
+        for j = 0, n - 1 do
+          local want = 0
+          for k = 0, 63 do want = want + pv[i * 64 + k] * vv[k * n + j] end
+          assert.truthy(math.abs(got[i * n + j] - want) < 1e-4, ("N %d: D[%d][%d] = %s, want %s"):format(n, i, j, tostring(got[i * n + j]), tostring(want)))
+        end
+      end
+      P:close(); V:close(); D:close()
+    end
+  end)
 
   gpu_it("the simple variant (one consumer warpgroup, stages = 2) matches the CPU reference", function()
     local data = shape_data(1, 2, 100, 64, false)
