@@ -185,7 +185,7 @@ describe("attention", function()
       -- and the P V probe the GPU part runs first compiles, with its two RS products
       local ptx = cuasync.program{ file = "spec/support/kernels/wgmma_rs.cu", arch = "sm_90a" }:ptx()
       for _, n in ipairs({ 64, 128 }) do
-        assert.truthy(ptx:find(("m64n%dk16.f32.bf16.bf16 {[^}]+}, {%%r%%d+, %%r%%d+, %%r%%d+, %%r%%d+}, %%rd%%d+, p, 1, 1, 1;"):format(n)), tostring(n))
+        assert.truthy(ptx:find(("m64n%dk16.f32.bf16.bf16 {[^}]+}, {%%%%r%%d+, %%%%r%%d+, %%%%r%%d+, %%%%r%%d+}, %%%%rd%%d+, p, 1, 1, 1;"):format(n)), tostring(n))
       end
     end)
   end)
