@@ -1,5 +1,5 @@
 -- The attention forward kernel's parts. CPU: the plans (their derivations, the protocol through
--- the checker), the refusals by rule before any compile, the CPU reference against a naive
+-- the checker, the kernel's own walk of the ring and its turns: model/attention_protocol.lua), the refusals by rule before any compile, the CPU reference against a naive
 -- formula, and the PTX of attention_fwd.cu (NVRTC, sm_90a): wgmma from shared memory and from
 -- registers with B transposed, 3D tensor loads, bounded mbarrier waits, setmaxnreg only with two
 -- consumer warpgroups, no spills without the watchdog. GPU (#gpu): first the simple variant (one consumer warpgroup,
@@ -56,6 +56,27 @@ describe("attention", function()
         assert.is_true(r.ok, r.ok or r:report())
         assert.is_false(Q:mutate{ skip_pass = 0 }:simulate{ iterations = 12, tile_iterations = 2 }.ok)
       end
+    end)
+
+    it("walks the ring and the turns as the kernel does, in the CPU model, for every schedule; planted faults are found", function()
+      for _, v in ipairs({ { 64, "cooperative" }, { 128, "cooperative" }, { 128, "pingpong" } }) do
+        for _, overlap in ipairs({ false, true }) do
+          for stages = 2, 4 do
+            for tiles = 1, 4 do
+              local P = plan{ d = 64, q_tile = v[1], kv_tile = 64, stages = stages, schedule = v[2], overlap = overlap }
+              local r = attention.simulate(P, { tiles = tiles, runs = 20 })
+              assert.is_true(r.ok, r.ok or r:report())
+            end
+          end
+        end
+      end
+      local P = plan{ stages = 2, schedule = "pingpong", overlap = true }
+      for _, c in ipairs({ { { no_pass = 0 }, "deadlock" }, { { no_pass = 1 }, "deadlock" }, { { release_twice = true }, "over_arrival" },
+                           { { skip_release_k = true }, "deadlock" } }) do
+        local r = attention.simulate(P, { tiles = 4, mutate = c[1] })
+        assert.equal(c[2], r.kind, r.ok and "no fault found" or r:report())
+      end
+      assert.has_error(function() attention.simulate(P, { mutate = { bogus = 1 } }) end)
     end)
 
     it("refuses what the kernel cannot serve, by rule, before any compile", function()

@@ -22,6 +22,7 @@ local device = require("cuasync.device")
 local rules = require("cuasync.model.launch_rules")
 local util = require("cuasync.util")
 local model = require("cuasync.model.attention")
+local kernel_protocol = require("cuasync.model.attention_protocol")
 
 local M = {}
 M.SPAN = 64   -- bf16 columns of a box: one 128-byte swizzle row
@@ -73,6 +74,12 @@ local function plan_of(o)
   util.kind("attention", "argument", o, "table")
   if getmetatable(o) == pipeline.Pipeline then return o end
   return M.plan(o)
+end
+
+-- attention.simulate(P[, { tiles, runs, seed, mutate }]): the kernel's own walk of the ring (and
+-- its turns) in the CPU model: model/attention_protocol.lua.
+function M.simulate(P, o)
+  return kernel_protocol.simulate(plan_of(P).problem, o)
 end
 
 -- attention.program(P | plan options[, program fields]): not compiled; the fields may add arch,
