@@ -149,6 +149,29 @@ describe("attention", function()
       end
       assert.equal(4 * 2 * 16 * 4096 * 4096 * 128 / 2, model.flops(2, 16, 4096, 128, true))
     end)
+
+    it("the stated tolerance covers the kernel's arithmetic (P rounded to bf16, O rounded to bf16), emulated", function()
+      assert.equal(1, model.bf16_round(1 + 2 ^ -9))            -- a tie goes to even
+      assert.equal(1 + 2 ^ -7, model.bf16_round(1 + 3 * 2 ^ -9))
+      local T = attention.TOLERANCE
+      for _, c in ipairs({ { 150, 64, true, 64 }, { 200, 128, false, 128 }, { 70, 128, true, 128 } }) do
+        local s, d, causal, kv_tile = c[1], c[2], c[3], c[4]
+        local q, k, v = {}, {}, {}
+        for i = 0, s * d - 1 do
+          local function r() return model.bf16_value((120 + H.random_u32() % 7) * 128 + H.random_u32() % 128 + (H.random_u32() % 2) * 0x8000) end
+          q[i], k[i], v[i] = r(), r(), r()
+        end
+        local want = model.reference(q, k, v, 1, s, d, causal)
+        local got = model.emulate(q, k, v, 1, s, d, causal, kv_tile)
+        local worst = 0
+        for i = 0, s * d - 1 do
+          local e = math.abs(model.bf16_round(got[i]) - want[i])
+          assert.truthy(e <= T.o.atol + T.o.rtol.bf16 * math.abs(want[i]), ("s %d d %d: o[%d] off by %g"):format(s, d, i, e))
+          worst = math.max(worst, e)
+        end
+        assert.truthy(worst < T.o.atol / 2, ("s %d d %d: %g leaves less than a factor 2 of margin"):format(s, d, worst))
+      end
+    end)
   end)
 
   describe("attention_fwd.cu", function()

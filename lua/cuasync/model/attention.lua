@@ -135,6 +135,57 @@ function M.reference(q, k, v, bh, s, d, causal, scale)
   return o, lse
 end
 
+-- x rounded to the nearest bf16 (ties to even), as cvt.rn.bf16x2.f32 does (no overflow: |x| < 2^127).
+function M.bf16_round(x)
+  if x == 0 or x ~= x then return x end
+  local m, e = math.frexp(x)    -- x = m 2^e, 1/2 <= |m| < 1: 8 significant bits kept
+  local q = m * 256
+  local r = math.floor(q + 0.5)
+  if r - q == 0.5 and r % 2 == 1 then r = r - 1 end   -- a tie: to even
+  return r / 256 * 2 ^ e
+end
+
+-- The kernel's arithmetic in doubles, for the tolerance (spec/kernels/attention_spec.lua): tiles of
+-- kv_tile keys, the running max and sum (exp2 of scale log2 e), O rescaled then P added with P
+-- rounded to bf16 while the sum takes it unrounded, O / l at the end; o as M.reference's.
+function M.emulate(q, k, v, bh, s, d, causal, kv_tile)
+  local sl2 = 1 / math.sqrt(d) * 1.4426950408889634
+  local o, acc, sc = {}, {}, {}
+  for head = 0, bh - 1 do
+    local base0 = head * s * d
+    for i = 0, s - 1 do
+      local m, l = -math.huge, 0
+      for c = 0, d - 1 do acc[c] = 0 end
+      for j0 = 0, s - 1, kv_tile do
+        local mx = m
+        for j = j0, j0 + kv_tile - 1 do
+          local x = -math.huge
+          if j < s and (not causal or j <= i) then
+            x = 0
+            for c = 0, d - 1 do x = x + q[base0 + i * d + c] * k[base0 + j * d + c] end
+          end
+          sc[j - j0] = x
+          if x > mx then mx = x end
+        end
+        local base = mx == -math.huge and 0 or mx * sl2
+        local corr = 2 ^ (m * sl2 - base)
+        m = mx
+        for c = 0, d - 1 do acc[c] = acc[c] * corr end
+        local sum = 0
+        for j = j0, math.min(j0 + kv_tile, s) - 1 do
+          local p = 2 ^ (sc[j - j0] * sl2 - base)
+          sum = sum + p
+          p = M.bf16_round(p)
+          for c = 0, d - 1 do acc[c] = acc[c] + p * v[base0 + j * d + c] end
+        end
+        l = l * corr + sum
+      end
+      for c = 0, d - 1 do o[base0 + i * d + c] = acc[c] / l end
+    end
+  end
+  return o
+end
+
 -- bf16 bits to a number, by arithmetic (no type punning: see gemm_spec's note on LuaJIT aliasing).
 function M.bf16_value(x)
   local e, m = math.floor(x / 128) % 256, x % 128
