@@ -167,9 +167,9 @@ describe("attention", function()
         for i = 0, s * d - 1 do
           local e = math.abs(model.bf16_round(got[i]) - want[i])
           assert.truthy(e <= T.o.atol + T.o.rtol.bf16 * math.abs(want[i]), ("s %d d %d: o[%d] off by %g"):format(s, d, i, e))
-          worst = math.max(worst, e)
+          worst = math.max(worst, e - T.o.rtol.bf16 * math.abs(want[i]))   -- beyond the output's rounding
         end
-        assert.truthy(worst < T.o.atol / 2, ("s %d d %d: %g leaves less than a factor 2 of margin"):format(s, d, worst))
+        assert.truthy(worst < T.o.atol / 2, ("s %d d %d: %g beyond the output's rounding leaves less than a factor 2 of margin on atol"):format(s, d, worst))
       end
     end)
   end)
