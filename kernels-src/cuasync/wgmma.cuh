@@ -1,6 +1,7 @@
 // cuasync/wgmma.cuh — warpgroup MMA on sm_90a (PTX ISA "Asynchronous Warpgroup Level Matrix
 // Multiply-Accumulate"): shared-memory matrix descriptors for the layouts TMA writes, wgmma.fence,
-// wgmma.mma_async bf16 -> f32 (m64n64k16, m64n128k16, m64n256k16), commit_group / wait_group
+// wgmma.mma_async bf16 -> f32 (m64n64k16, m64n128k16, m64n256k16; A in registers with B
+// MN-major: mma_rs_*_tb), commit_group / wait_group
 // (setmaxnreg and the warpgroup barrier are in warpgroup.cuh, also reachable here as wgmma::setmaxnreg_*). A warpgroup is 4
 // consecutive warps (128 threads); every wgmma instruction is executed by all of them.
 // Compiled by NVRTC with no host headers. Needs the arch-specific target sm_90a.
@@ -49,6 +50,18 @@ __device__ __forceinline__ unsigned long long desc_kmajor(const void *smem, unsi
 __device__ __forceinline__ unsigned long long desc_advance(unsigned long long desc, unsigned bytes)
 {
     return desc + (unsigned long long)(bytes >> 4);
+}
+
+// An MN-major operand (B of O += P V: the V tile, kv rows x d columns, row-major, as a tensor map
+// with the 128B swizzle writes it in d / 64 column blocks of kv rows x 128 bytes). The PTX ISA's
+// canonical MN-major SW128 layout: a swizzle atom is 8 K-rows of 128 bytes (64 MN elements);
+// the leading-dimension offset is the distance between atoms along MN (`mn_block_bytes`: one
+// column block of the tile to the next), the stride-dimension offset the distance between
+// 8-row groups along K (8 x 128 bytes). The k16 step after this one starts 16 rows further:
+// desc_advance(desc, 16 * 128).
+__device__ __forceinline__ unsigned long long desc_mnmajor(const void *smem, unsigned mn_block_bytes)
+{
+    return desc_encode(smem_addr(smem), mn_block_bytes, 8u * 128u, SWIZZLE_128B);
 }
 
 #ifndef CUASYNC_WGMMA_UNAVAILABLE
@@ -101,6 +114,43 @@ __device__ __forceinline__ void mma_m64n256k16_bf16(float (&d)[128], unsigned lo
                  : "l"(a), "l"(b), "r"((unsigned)accumulate));
 }
 
+
+// cvt.rn.bf16x2.f32 d, hi, lo;                                          // PTX ISA 7.8, sm_90
+// Two f32 to a bf16 pair (round to nearest even): lo in bits 0-15, hi in 16-31: the register
+// form of an A fragment (the element of the lower column in the low half).
+__device__ __forceinline__ unsigned pack_bf16x2(float lo, float hi)
+{
+    unsigned d;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo));
+    return d;
+}
+
+// wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 d, {a0, a1, a2, a3}, b-desc, p, 1, 1, 1;   // PTX ISA 8.0, sm_90a
+// D (64 x 64, f32, 32 registers a thread) += A (64 x 16, bf16 in registers: 4 x .b32 a thread, the
+// m64nNk16 accumulator layout of its 16 columns, pack_bf16x2) * B (16 x 64 from shared memory,
+// MN-major: imm-trans-b = 1, desc_mnmajor); accumulate = false overwrites D.
+__device__ __forceinline__ void mma_rs_m64n64k16_bf16_tb(float (&d)[32], const unsigned (&a)[4], unsigned long long b, bool accumulate)
+{
+    asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %37, 0;\n\t"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n\t}"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"((unsigned)accumulate));
+}
+
+// wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 d, {a0, a1, a2, a3}, b-desc, p, 1, 1, 1;   // PTX ISA 8.0, sm_90a
+// D (64 x 128, f32, 64 registers a thread) += A (64 x 16, bf16 in registers: 4 x .b32 a thread, the
+// m64nNk16 accumulator layout of its 16 columns, pack_bf16x2) * B (16 x 128 from shared memory,
+// MN-major: imm-trans-b = 1, desc_mnmajor); accumulate = false overwrites D.
+__device__ __forceinline__ void mma_rs_m64n128k16_bf16_tb(float (&d)[64], const unsigned (&a)[4], unsigned long long b, bool accumulate)
+{
+    asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %69, 0;\n\t"
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n\t}"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"((unsigned)accumulate));
+}
+
 #else
 CUASYNC_REFUSE("wgmma::", fence, CUASYNC_SM90A)
 CUASYNC_REFUSE("wgmma::", commit_group, CUASYNC_SM90A)
@@ -108,7 +158,33 @@ CUASYNC_REFUSE_T(int N, "wgmma::", wait_group, CUASYNC_SM90A)
 CUASYNC_REFUSE("wgmma::", mma_m64n64k16_bf16, CUASYNC_SM90A)
 CUASYNC_REFUSE("wgmma::", mma_m64n128k16_bf16, CUASYNC_SM90A)
 CUASYNC_REFUSE("wgmma::", mma_m64n256k16_bf16, CUASYNC_SM90A)
+CUASYNC_REFUSE("wgmma::", mma_rs_m64n64k16_bf16_tb, CUASYNC_SM90A)
+CUASYNC_REFUSE("wgmma::", mma_rs_m64n128k16_bf16_tb, CUASYNC_SM90A)
+CUASYNC_REFUSE("wgmma::", pack_bf16x2, CUASYNC_SM90A)
 #endif
+
+// (an empty asm with each register as a "+" operand: no instruction)    // PTX ISA 1.0, sm_10
+// The compiler may not move reads or writes of these registers across this point
+// (CUTLASS's warpgroup_fence_operand). After wait_group: accumulators read then are the MMA's
+// results; A fragments fenced there stay allocated (unclobbered) while an MMA still reads them.
+template <int N>
+__device__ __forceinline__ void fence_operands(float (&r)[N])
+{
+#pragma unroll
+    for (int i = 0; i < N; ++i) asm volatile("" : "+f"(r[i]) :: "memory");
+}
+template <int N>
+__device__ __forceinline__ void fence_operands(unsigned (&r)[N])
+{
+#pragma unroll
+    for (int i = 0; i < N; ++i) asm volatile("" : "+r"(r[i]) :: "memory");
+}
+template <int N, int M>
+__device__ __forceinline__ void fence_operands(unsigned (&r)[N][M])   // A fragments: [k16 block][4]
+{
+#pragma unroll
+    for (int i = 0; i < N; ++i) fence_operands(r[i]);
+}
 
 // Where accumulator register i of this thread sits in the 64 x N tile of its warpgroup (the
 // m64nNk16 f32 fragment): row = 16 * warp + lane / 4 + 8 * ((i / 2) % 2), col = 8 * (i / 4) +

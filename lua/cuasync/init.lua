@@ -100,6 +100,7 @@ local LAZY = {
   bench = { "cuasync.tools.bench", "bench" }, median = { "cuasync.tools.bench", "median" },
   bench_rounds = { "cuasync.tools.bench", "rounds" }, isolate = { "cuasync.tools.isolate" },
   copy = { "cuasync.kernels.copy" }, patterns = { "cuasync.kernels.patterns" }, gemm = { "cuasync.kernels.gemm" },
+  attention = { "cuasync.kernels.attention" },
   sweep = { "cuasync.tools.sweep" }, nvtx = { "cuasync.tools.nvtx" }, probe = { "cuasync.tools.probe" },
 }
 setmetatable(M, { __index = function(t, k)

@@ -1,0 +1,98 @@
+-- attention_sweep.lua: attention forward on Hopper (kernels-src/attention_fwd.cu on a
+-- cuasync.pipeline plan, lua/cuasync/kernels/attention.lua) swept over stages x q_tile x kv_tile
+-- x schedule x overlap for each of the issue's shapes (B x H x S x D, causal and not), every variant
+-- verified against the f32 reference kernel (kernels-src/attention_ref.cu: O and LSE), then shown
+-- beside torch's SDPA backends timed on the same GPU in the same run (examples/peers/sdpa.py:
+-- cuDNN, flash = FlashAttention-2, efficient). Where torch does not import, it says so and shows
+-- cuasync alone. TFLOP/s counts 4 B H S^2 D, halved for causal.
+--   luajit examples/attention_sweep.lua [--shapes 4x16x4096x128,4x16x4096x128c] [--stages 2,3,4]
+--                                       [--q-tiles 64,128] [--kv-tiles 64,128] [--schedules cooperative,pingpong]
+--                                       [--overlap off,on]
+--                                       [--peers python3] [--rounds 5] [--reps 10]
+-- A shape is BxHxSxD, a trailing c for causal.
+package.path = (debug.getinfo(1, "S").source:match("^@(.*)/") or ".") .. "/lib/?.lua;" .. package.path
+local root = require("example.checkout")   -- examples/lib/: this checkout's lua/ and build/ first on the paths
+local cuasync = require("cuasync")
+local attention = require("cuasync.kernels.attention")
+local cli = require("cuasync.tools.cli")
+local json = require("cuasync.json")
+local isolate = require("cuasync.tools.isolate")
+local random = require("example.random")
+
+local SHAPES = { "4x16x4096x128", "4x16x4096x128c", "2x16x8192x128", "2x16x8192x128c", "1x16x16384x128",
+                 "4x16x4096x64", "4x16x4096x64c" }
+local o = cli.script{ options = {
+  { "--shapes LIST", "BxHxSxD[c] (c: causal)", default = SHAPES },
+  { "--stages LIST", "slots of the K/V ring (K and V tiles alternate through it)", default = { 2, 3, 4, 5, 6 } },
+  { "--q-tiles LIST", "query rows of a block (64 per consumer warpgroup)", default = { 64, 128 } },
+  { "--kv-tiles LIST", "keys of a K or V tile", default = { 64, 128 } },
+  { "--schedules LIST", "cooperative, pingpong (the warpgroups take turns issuing their MMAs)", default = { "cooperative", "pingpong" } },
+  { "--overlap LIST", "off, on (S of the next tile issued with O of this one: the softmax overlaps O's MMAs)", default = { "off", "on" } },
+  { "--peers CMD", "the python that runs examples/peers/sdpa.py (none: skip the peers)", default = "python3" },
+  { "--rounds N", "interleaved rounds", default = 5 }, { "--reps N", "launches timed per round", default = 10 },
+} }
+
+local function parse(text)
+  local b, h, s, d, c = tostring(text):match("^(%d+)x(%d+)x(%d+)x(%d+)(c?)$")
+  if not b then error(("attention_sweep: shape %q is not BxHxSxD[c]"):format(tostring(text)), 0) end
+  return { b = tonumber(b), h = tonumber(h), s = tonumber(s), d = tonumber(d), causal = c == "c", text = text }
+end
+
+-- The peers first: their run does not share the GPU with ours.
+local peers, why = {}, nil
+if o.peers ~= "none" then
+  local _, out = isolate.command(("%s %s/examples/peers/sdpa.py --shapes %s"):format(o.peers, root, table.concat(o.shapes, ",")))
+  local line = (out or ""):match("(%b{})%s*$")
+  local ok, res = pcall(json.decode, line or "")
+  if not ok or type(res) ~= "table" then why = "examples/peers/sdpa.py gave no JSON: " .. tostring(out):sub(1, 300)
+  elseif not res.torch then why = res.why
+  else for _, r in ipairs(res.results) do peers[r.shape] = r end; print(("peers: torch %s, cuDNN %s, %s"):format(res.torch, tostring(res.cudnn_version), res.device)) end
+else
+  why = "--peers none"
+end
+if why then print("peers: none (" .. why .. "); cuasync alone") end
+
+local summary = {}
+for _, text in ipairs(o.shapes) do
+  local sh = parse(text)
+  local n, rows = sh.b * sh.h * sh.s * sh.d, sh.b * sh.h * sh.s
+  local bufs   -- made on first use: without a GPU the sweep still plans, prunes and compiles
+  local function data()
+    if bufs then return bufs end
+    bufs = { q = cuasync.alloc(n * 2), k = cuasync.alloc(n * 2), v = cuasync.alloc(n * 2), o = cuasync.alloc(n * 4),
+             lse = cuasync.alloc(rows * 4), ref_o = cuasync.alloc(n * 4), ref_lse = cuasync.alloc(rows * 4) }
+    for _, f in ipairs({ "q", "k", "v" }) do bufs[f]:fill_random{ dtype = "bf16", seed = random.seed() } end
+    attention.reference(bufs.q, bufs.k, bufs.v, bufs.ref_o, bufs.ref_lse, sh.b * sh.h, sh.s, sh.d, sh.causal)
+    return bufs
+  end
+  local function opts(p)
+    return { b = sh.b, h = sh.h, s = sh.s, d = sh.d, causal = sh.causal, q_tile = p.q_tile, kv_tile = p.kv_tile,
+             stages = p.stages, schedule = p.schedule, overlap = p.overlap == "on", out = "bf16" }
+  end
+  local S = cuasync.sweep{
+    name = "attention_" .. text, params = { stages = o.stages, q_tile = o.q_tiles, kv_tile = o.kv_tiles, schedule = o.schedules,
+    overlap = o.overlap }, order = { "schedule", "overlap", "q_tile", "kv_tile", "stages" }, unit = "TFLOP/s", rounds = o.rounds, reps = o.reps,
+    where = function(p) return pcall(function() attention.plan(opts(p)):check(attention.limits()) end) end,
+    program = function(p) return attention.program(opts(p)) end,
+    build = function(p) return attention.build(opts(p), data()) end,
+  }
+  S:run()
+  S:print()
+  local best = S.best
+  summary[#summary + 1] = { shape = text, best = best, peer = peers[text] }
+  for _, b in pairs(bufs or {}) do b:close() end
+end
+
+local function tf(x) return x and ("%.0f"):format(x) or "-" end
+local function ratio(a, b) return (a and b) and ("%.2f"):format(a / b) or "-" end
+print("\nshape            cuasync best                            TFLOP/s  cuDNN  FA2  efficient  /cuDNN  /FA2")
+for _, r in ipairs(summary) do
+  local p = r.peer or {}
+  local function peer(name) return p[name] and p[name].tflops end
+  local best = r.best and r.best.tflops
+  local bp = r.best and r.best.params
+  local params = bp and ("st %d q %d kv %d %s%s"):format(bp.stages, bp.q_tile, bp.kv_tile, bp.schedule,
+    bp.overlap == "on" and "+ovl" or "") or "(none verified)"
+  print(("%-16s %-39s %7s %6s %4s %9s %7s %5s"):format(r.shape, params, tf(best), tf(peer("cudnn")), tf(peer("flash")),
+    tf(peer("efficient")), ratio(best, peer("cudnn")), ratio(best, peer("flash"))))
+end

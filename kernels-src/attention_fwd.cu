@@ -1,0 +1,312 @@
+// attention_fwd.cu — attention forward on Hopper from a cuasync.pipeline plan named "attn"
+// (<cuasync/pipelines/attn.cuh>, built by lua/cuasync/kernels/attention.lua):
+//   O = softmax(Q K^T * scale) V per head, LSE = log sum exp(Q K^T * scale) per row,
+// Q, K, V bf16 [b*h][s][d] row-major (3D tensor maps, 128B swizzle, boxes of 64 columns: a head
+// dim of 128 is two boxes), O bf16 or f32 in the same layout, LSE f32 [b*h][s].
+// A block takes one q tile (Q_TILE rows of one head): grid (q tiles, b*h); causal tiles go
+// longest first. Roles:
+//   producer warpgroup (one thread issues): Q once, into the plan's scratch, on a barrier of its
+//     own; then K_j and V_j through the plan's ring, alternating: iteration 2j holds K tile j,
+//     2j + 1 V tile j (the plan's one load "kv" is one kv_tile x d tile; K's and V's maps have the
+//     same box), so K_j and V_j have barriers of their own: S_j starts when K_j has landed, K_j
+//     is released when S_j is done, V_j when O has taken it.
+//   consumer warpgroups (Q_TILE / 64, 64 query rows each): S = Q K_j^T by wgmma (A = Q, B = K_j
+//     from shared memory, both K-major, as gemm_tma.cu), the online softmax in registers (exp2 of
+//     scale * log2 e, running row max m and sum l, on the accumulator's row/column layout), P to
+//     bf16 A fragments in registers, O += P V_j by wgmma with A from registers and B = V_j
+//     MN-major (imm-trans-b), then O / l and the LSE to global memory.
+// Partial tiles: K/V rows past s load as zeros (the 3D map's out-of-bounds fill, per head), and
+// S columns >= s (and, causal, above the diagonal) are -inf before the softmax; rows >= s are
+// not stored. No byte count, stage count or shared-memory offset is written here: the plan's
+// Config and the defines from kernels/attention.lua (Q_TX, Q_BOX_SMEM from Q's map) hold them.
+#include <cuasync/pipeline.cuh>
+#include <cuasync/tma.cuh>
+#include <cuasync/wgmma.cuh>
+#include <cuasync/warpgroup.cuh>
+#include <cuasync/pipelines/attn.cuh>
+
+#if !defined(D) || !defined(Q_TILE) || !defined(KV_TILE) || !defined(CAUSAL) || !defined(OUT_F32) || !defined(PINGPONG) || \
+    !defined(OVERLAP) || !defined(Q_TX) || !defined(Q_BOX_SMEM) || !defined(Q_BARRIER) || !defined(PRODUCER_REGS) || !defined(MAX_REGS)
+#error "attention_fwd.cu: D, Q_TILE, KV_TILE, CAUSAL, OUT_F32, PINGPONG, OVERLAP, Q_TX, Q_BOX_SMEM, Q_BARRIER, PRODUCER_REGS and MAX_REGS come from kernels/attention.lua"
+#endif
+
+typedef cuasync::pipelines::attn Plan;
+typedef cuasync::pipeline<Plan> Pipe;
+namespace wg = cuasync::wgmma;
+
+constexpr unsigned CONSUMERS = Q_TILE / 64;
+constexpr unsigned SPAN = 64;          // bf16 columns in one 128-byte swizzle row: a box's width
+constexpr unsigned BLOCKS = D / SPAN;  // column blocks (boxes) of a Q, K or V tile
+static_assert(D == 64 || D == 128, "head dim 64 or 128");
+static_assert(KV_TILE == 64 || KV_TILE == 128, "kv tile 64 or 128");
+static_assert(Plan::producer_warps == 4 && Plan::consumer_threads == 128 * CONSUMERS,
+              "the plan: producer = { warps = 4 }, consumer = { warps = 4 * Q_TILE / 64 }");
+static_assert(Plan::loads == 1 && Plan::load_boxes[Plan::kv] == BLOCKS && Plan::load_box_bytes[Plan::kv] == KV_TILE * SPAN * 2,
+              "the plan's one load is a KV_TILE x D bf16 tile in 64-column boxes");
+static_assert(Plan::scratch_bytes >= Q_BARRIER + 8, "the scratch holds the Q tile and its barrier");
+
+// Registers (as gemm_tma.cu): what __launch_bounds__(block, 1) gives each thread, the producer
+// warpgroup drops to PRODUCER_REGS, the consumers take what it released. A lone consumer
+// warpgroup already has its cap: no move.
+constexpr int BASE_REGS = (65536 / Plan::block) / 8 * 8 > 248 ? 248 : (65536 / Plan::block) / 8 * 8;
+constexpr int RAISED = BASE_REGS + (128 * (BASE_REGS - PRODUCER_REGS)) / (128 * CONSUMERS);
+constexpr int CONSUMER_REGS = (RAISED > MAX_REGS ? MAX_REGS : RAISED) / 8 * 8;
+constexpr bool MOVE_REGS = CONSUMERS > 1;
+
+// S += Q K^T over one k16 step (N = KV_TILE); O += P V over one k16 step (N = D). Overloads by
+// the accumulator's size.
+__device__ __forceinline__ void mma_s(float (&d)[32], unsigned long long a, unsigned long long b, bool acc) { wg::mma_m64n64k16_bf16(d, a, b, acc); }
+__device__ __forceinline__ void mma_s(float (&d)[64], unsigned long long a, unsigned long long b, bool acc) { wg::mma_m64n128k16_bf16(d, a, b, acc); }
+__device__ __forceinline__ void mma_o(float (&d)[32], const unsigned (&a)[4], unsigned long long b) { wg::mma_rs_m64n64k16_bf16_tb(d, a, b, true); }
+__device__ __forceinline__ void mma_o(float (&d)[64], const unsigned (&a)[4], unsigned long long b) { wg::mma_rs_m64n128k16_bf16_tb(d, a, b, true); }
+
+#define NEG_INF (-__int_as_float(0x7f800000))   // -inf (no math header under NVRTC)
+
+// The max and the sum of a row over the 4 threads of a quad that hold it.
+__device__ __forceinline__ float quad_max(float x)
+{
+    x = fmaxf(x, __shfl_xor_sync(0xFFFFFFFFu, x, 1));
+    return fmaxf(x, __shfl_xor_sync(0xFFFFFFFFu, x, 2));
+}
+__device__ __forceinline__ float quad_sum(float x)
+{
+    x += __shfl_xor_sync(0xFFFFFFFFu, x, 1);
+    return x + __shfl_xor_sync(0xFFFFFFFFu, x, 2);
+}
+
+// Issue S = Q K^T for consumer warpgroup c (its 64 rows of Q) on the K tile in `k_tile`: D / 16
+// k16 steps, step kk in column block kk / 4, 32 bytes a step inside it. One commit group.
+__device__ __forceinline__ void issue_s(float (&sc)[KV_TILE / 2], const unsigned char *q_smem, unsigned c, const unsigned char *k_tile)
+{
+    wg::fence();
+#pragma unroll
+    for (unsigned kk = 0; kk < D / 16; ++kk) {
+        const unsigned long long a = wg::desc_kmajor(q_smem + (kk / 4u) * Q_BOX_SMEM + c * 64u * 128u, 128u);
+        const unsigned long long b = wg::desc_kmajor(k_tile + (kk / 4u) * Plan::load_box_smem[Plan::kv], 128u);
+        mma_s(sc, wg::desc_advance(a, 32u * (kk % 4u)), wg::desc_advance(b, 32u * (kk % 4u)), kk > 0);
+    }
+    wg::commit_group();
+}
+
+// Issue O += P V on the V tile in `v_tile` (MN-major: imm-trans-b): KV_TILE / 16 k16 steps of 16
+// rows (2048 bytes) each; the column blocks are one box apart (the descriptor's leading offset).
+__device__ __forceinline__ void issue_o(float (&o)[D / 2], const unsigned (&p)[KV_TILE / 16][4], const unsigned char *v_tile)
+{
+    wg::fence_operands(o);
+    wg::fence();
+#pragma unroll
+    for (unsigned kb = 0; kb < KV_TILE / 16; ++kb)
+        mma_o(o, p[kb], wg::desc_advance(wg::desc_mnmajor(v_tile, Plan::load_box_smem[Plan::kv]), 16u * 128u * kb));
+    wg::commit_group();
+}
+
+// The online softmax of one S tile (keys kv0..), in place: columns past s and (causal) above the
+// diagonal to -inf, the running max m and sum l of the thread's two rows (register i is row half
+// (i / 2) % 2), sc to exp2(sc scale log2 e - m scale log2 e); returns in corr what O must be
+// multiplied by (exp2 of the old max less the new).
+__device__ __forceinline__ void softmax(float (&sc)[KV_TILE / 2], float (&m)[2], float (&l)[2], float (&corr)[2],
+                                        unsigned kv0, unsigned row0, unsigned tid, unsigned s, float scale_log2)
+{
+    if (kv0 + KV_TILE > s || (CAUSAL && kv0 + KV_TILE - 1u > row0)) {   // only the tiles that have such columns
+#pragma unroll
+        for (unsigned i = 0; i < KV_TILE / 2; ++i) {
+            const unsigned col = kv0 + wg::acc_col(i, tid), row = row0 + wg::acc_row(i, tid);
+            if (col >= s || (CAUSAL && col > row)) sc[i] = NEG_INF;
+        }
+    }
+    float mx[2] = { m[0], m[1] }, base[2], sum[2] = { 0.f, 0.f };
+#pragma unroll
+    for (unsigned i = 0; i < KV_TILE / 2; ++i) mx[(i / 2u) % 2u] = fmaxf(mx[(i / 2u) % 2u], sc[i]);
+#pragma unroll
+    for (unsigned r = 0; r < 2; ++r) {
+        mx[r] = quad_max(mx[r]);
+        base[r] = mx[r] == NEG_INF ? 0.f : mx[r] * scale_log2;   // a row with no column yet: exp2(-inf) = 0, never NaN
+        corr[r] = exp2f(m[r] * scale_log2 - base[r]);
+        m[r] = mx[r];
+    }
+#pragma unroll
+    for (unsigned i = 0; i < KV_TILE / 2; ++i) {
+        sc[i] = exp2f(sc[i] * scale_log2 - base[(i / 2u) % 2u]);
+        sum[(i / 2u) % 2u] += sc[i];
+    }
+#pragma unroll
+    for (unsigned r = 0; r < 2; ++r) l[r] = l[r] * corr[r] + sum[r];
+}
+
+// P (the exponentials in sc) to bf16 A fragments: k16 block kb is accumulator registers 8 kb ..
+// 8 kb + 7, in the order of the A fragment's four .b32 registers.
+__device__ __forceinline__ void pack(const float (&sc)[KV_TILE / 2], unsigned (&p)[KV_TILE / 16][4])
+{
+#pragma unroll
+    for (unsigned i = 0; i < KV_TILE / 2; i += 2) p[i / 8u][(i % 8u) / 2u] = wg::pack_bf16x2(sc[i], sc[i + 1]);
+}
+
+__device__ __forceinline__ void rescale(float (&o)[D / 2], const float (&corr)[2])
+{
+#pragma unroll
+    for (unsigned i = 0; i < D / 2; ++i) o[i] *= corr[(i / 2u) % 2u];
+}
+
+// The ping-pong schedule's turns (the plan's ordered barrier "math"): a consumer warpgroup
+// issues its MMAs only in its turn, so that one warpgroup's softmax runs while the other's MMAs
+// do. Without PINGPONG: nothing.
+#if PINGPONG
+typedef cuasync::ordered<Plan> Turns;
+#define TURN_WAIT() turns.wait_turn(turn)
+#define TURN_PASS() (turns.pass_turn(turn), turn.advance())
+#else
+#define TURN_WAIT() ((void)0)
+#define TURN_PASS() ((void)0)
+#endif
+
+extern "C" __global__ void __launch_bounds__(Plan::block, 1) attention_fwd(const __grid_constant__ cuasync::tensormap K,
+    const __grid_constant__ cuasync::tensormap V, const __grid_constant__ cuasync::tensormap Q, void *O, float *LSE,
+    unsigned s, float scale_log2)
+{
+    Pipe pipe;
+    unsigned char *q_smem = pipe.scratch();   // Q: BLOCKS boxes of Q_TILE rows x 128 bytes
+    cuasync::mbarrier_t *q_full = reinterpret_cast<cuasync::mbarrier_t *>(pipe.scratch() + Q_BARRIER);
+    if (threadIdx.x == 0) cuasync::mbarrier::init(q_full, 1u);   // made visible by init()'s fence and sync
+    pipe.init();
+
+    const unsigned bh = blockIdx.y;
+    const unsigned qt = CAUSAL ? gridDim.x - 1u - blockIdx.x : blockIdx.x;   // causal: the longest tiles first
+    const unsigned q0 = qt * Q_TILE;
+    const unsigned all_tiles = (s + KV_TILE - 1) / KV_TILE;
+    const unsigned last_row = (q0 + Q_TILE < s ? q0 + Q_TILE : s) - 1u;
+    const unsigned tiles = CAUSAL && last_row / KV_TILE + 1u < all_tiles ? last_row / KV_TILE + 1u : all_tiles;
+    const unsigned group = threadIdx.x / 128u;
+
+    if (group == 0) {
+        if (MOVE_REGS) wg::setmaxnreg_dec<PRODUCER_REGS>();
+        if (!pipe.is_producer_thread()) return;
+        cuasync::mbarrier::arrive_expect_tx(q_full, Q_TX);
+        for (unsigned b = 0; b < BLOCKS; ++b)
+            cuasync::tma::load(q_smem + b * Q_BOX_SMEM, &Q, q_full, (int)(b * SPAN), (int)q0, (int)bh);
+        auto st = pipe.producer_start();
+        for (unsigned j = 0; j < tiles; ++j) {
+            for (unsigned kv = 0; kv < 2u; ++kv, st.advance()) {   // K tile j, then V tile j
+                pipe.producer_acquire(st);
+                pipe.producer_expect(st);
+                for (unsigned b = 0; b < BLOCKS; ++b)
+                    cuasync::tma::load(pipe.slice(st, Plan::kv, b), kv ? &V : &K, pipe.full_barrier(st), (int)(b * SPAN),
+                                       (int)(j * KV_TILE), (int)bh);
+            }
+        }
+        return;
+    }
+    if (MOVE_REGS) wg::setmaxnreg_inc<CONSUMER_REGS>();
+    const unsigned c = group - 1u, tid = threadIdx.x % 128u;
+    const unsigned row0 = q0 + 64u * c;   // this warpgroup's first row
+    float o[D / 2];
+#pragma unroll
+    for (unsigned i = 0; i < D / 2; ++i) o[i] = 0.f;
+    float m[2] = { NEG_INF, NEG_INF };   // rows r and r + 8 of the thread: running max
+    float l[2] = { 0.f, 0.f };           // and this thread's part of the running sum
+    float sc[KV_TILE / 2], corr[2];
+    unsigned p[KV_TILE / 16][4];
+#if PINGPONG
+    Turns turns(pipe);
+    auto turn = turns.start();
+#endif
+    auto st = pipe.consumer_start();
+    cuasync::mbarrier::wait_parity(q_full, 0u);   // Q, once (a bounded wait through the watchdog)
+
+#if !OVERLAP
+    // One tile after the other: S_j, its softmax, O += P_j V_j.
+    for (unsigned j = 0; j < tiles; ++j) {
+        pipe.consumer_wait(st);
+        TURN_WAIT();
+        issue_s(sc, q_smem, c, pipe.buffer(st, Plan::kv));
+        TURN_PASS();
+        wg::wait_group<0>();
+        wg::fence_operands(sc);
+        pipe.consumer_release(st);   // K_j is done with
+        st.advance();
+        softmax(sc, m, l, corr, j * KV_TILE, row0, tid, s, scale_log2);
+        rescale(o, corr);
+        pack(sc, p);
+        pipe.consumer_wait(st);
+        TURN_WAIT();
+        issue_o(o, p, pipe.buffer(st, Plan::kv));
+        TURN_PASS();
+        wg::wait_group<0>();
+        wg::fence_operands(o);
+        wg::fence_operands(p);
+        pipe.consumer_release(st);   // V_j is done with
+        st.advance();
+    }
+#else
+    // Software-pipelined (FlashAttention-3's intra-warpgroup overlap): S_j+1 = Q K_j+1^T and
+    // O += P_j V_j are issued together; the softmax of S_j+1 runs while O's MMAs do; O is
+    // rescaled by it only after they completed.
+    pipe.consumer_wait(st);
+    TURN_WAIT();
+    issue_s(sc, q_smem, c, pipe.buffer(st, Plan::kv));
+    TURN_PASS();
+    wg::wait_group<0>();
+    wg::fence_operands(sc);
+    pipe.consumer_release(st);   // K_0
+    st.advance();                // at V_0
+    softmax(sc, m, l, corr, 0u, row0, tid, s, scale_log2);   // O is 0: nothing to rescale
+    pack(sc, p);
+    for (unsigned j = 1; j < tiles; ++j) {
+        auto st_k = st;
+        st_k.advance();          // K_j, after V_j-1 in the ring
+        pipe.consumer_wait(st_k);
+        pipe.consumer_wait(st);
+        TURN_WAIT();
+        issue_s(sc, q_smem, c, pipe.buffer(st_k, Plan::kv));
+        issue_o(o, p, pipe.buffer(st, Plan::kv));
+        TURN_PASS();
+        wg::wait_group<1>();     // S_j (committed first) is done; O's MMAs may still run
+        wg::fence_operands(sc);
+        pipe.consumer_release(st_k);   // K_j
+        softmax(sc, m, l, corr, j * KV_TILE, row0, tid, s, scale_log2);
+        wg::wait_group<0>();
+        wg::fence_operands(o);
+        wg::fence_operands(p);
+        pipe.consumer_release(st);     // V_j-1
+        rescale(o, corr);
+        pack(sc, p);
+        st = st_k;
+        st.advance();            // at V_j
+    }
+    pipe.consumer_wait(st);
+    TURN_WAIT();
+    issue_o(o, p, pipe.buffer(st, Plan::kv));
+    TURN_PASS();
+    wg::wait_group<0>();
+    wg::fence_operands(o);
+    wg::fence_operands(p);
+    pipe.consumer_release(st);   // the last V
+#endif
+
+    // O / l and the LSE (natural log: (m scale log2 e + log2 l) ln 2); rows past s are not stored
+    float inv[2], lse[2];
+#pragma unroll
+    for (unsigned r = 0; r < 2; ++r) {
+        l[r] = quad_sum(l[r]);
+        inv[r] = 1.f / l[r];
+        lse[r] = (m[r] * scale_log2 + __log2f(l[r])) * 0.69314718055994531f;
+    }
+    const size_t head = (size_t)bh * s;
+#pragma unroll
+    for (unsigned i = 0; i < D / 2; i += 2) {
+        const unsigned row = row0 + wg::acc_row(i, tid), col = wg::acc_col(i, tid);
+        if (row >= s) continue;
+        const float v0 = o[i] * inv[(i / 2u) % 2u], v1 = o[i + 1] * inv[(i / 2u) % 2u];
+#if OUT_F32
+        reinterpret_cast<float2 *>(O)[((head + row) * D + col) / 2u] = make_float2(v0, v1);
+#else
+        reinterpret_cast<unsigned *>(O)[((head + row) * D + col) / 2u] = wg::pack_bf16x2(v0, v1);
+#endif
+    }
+    if (tid % 4u == 0u) {
+#pragma unroll
+        for (unsigned r = 0; r < 2; ++r) {
+            const unsigned row = row0 + wg::acc_row(2u * r, tid);
+            if (row < s) LSE[head + row] = lse[r];
+        }
+    }
+}
