@@ -129,6 +129,12 @@ local EXPECT = {
     "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes", "mbarrier.try_wait.parity.shared::cta.b64",
     "mbarrier.arrive.shared::cta.b64", "atom.shared.add.u32", "nanosleep", "%globaltimer",
   },
+  ["attention_fwd.cu"] = {   -- built from an attention plan (d 128, ping-pong), with the watchdog
+    "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes", "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16",
+    "ex2.approx", "mbarrier.try_wait.parity.shared::cta.b64", "%globaltimer",
+  },
+  ["attention_ref.cu"] = { "ex2.approx", "bar.sync", "atom.global.add" },   -- the f32 reference and its compare
+  ["wgmma_rs.cu"] = { "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16", "wgmma.wait_group.sync.aligned" },   -- the P V probe (spec-only)
   ["layout_pair.cu"] = {   -- two pipelines of one cuasync.layout, with the watchdog
     "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes", "mbarrier.try_wait.parity.shared::cta.b64",
     "bar.sync", "%globaltimer",
@@ -169,6 +175,12 @@ local BUILD = {
   ["order_log.cu"] = function(file)
     return cuasync.pipeline{ name = "pingpong", stages = 2, stage_bytes = 1024, producer = { warps = 4 }, consumer = { warps = 8 },
       order = { name = "math", groups = 2, depth = 2 }, scratch = 4096 }:program{ file = file, arch = "sm_90a" }
+  end,
+  ["attention_fwd.cu"] = function(file)
+    local attention = require("cuasync.kernels.attention")
+    assert.equal("attention_fwd.cu", file)
+    return attention.program(attention.plan{ b = 1, h = 2, s = 1000, d = 128, q_tile = 128, kv_tile = 128, stages = 2,
+                                             schedule = "pingpong" }, { arch = "sm_90a" })
   end,
   ["layout_pair.cu"] = function(file)
     local function P(name, stages)
