@@ -60,10 +60,12 @@ static_assert(!EPILOGUE || Plan::scratch_bytes >= Plan::order_groups * 64 * CHUN
 // two consumer warpgroups take what it released (232). kernels/gemm_pingpong.lua derives the same
 // numbers and refuses a tile whose accumulators (BM x BN / 128 a thread) leave too few.
 constexpr int BASE_REGS = (65536 / Plan::block) / 8 * 8 > 248 ? 248 : (65536 / Plan::block) / 8 * 8;
+#ifndef PRODUCER_REGS
 #ifdef CUASYNC_TRACE
 #define PRODUCER_REGS 56
 #else
 #define PRODUCER_REGS 40
+#endif
 #endif
 constexpr int RAISED = BASE_REGS + (128 * (BASE_REGS - PRODUCER_REGS)) / 256;
 constexpr int CONSUMER_REGS = (RAISED > 232 ? 232 : RAISED) / 8 * 8;

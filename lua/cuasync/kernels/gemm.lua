@@ -99,12 +99,17 @@ function M.plan(o)
   end
   local consumers = o.bm / 64
   local slices = multicast and cluster or 1
-  local P = schedule == "pingpong" and pingpong.plan(setmetatable({ epilogue = epilogue, multicast = multicast, ablate = ablate,
-    release = o.release or M.RELEASE }, { __index = o }), map, M.CHUNK_COLS) or pipeline.new{ name = "gemm", stages = o.stages,
-    loads = { { map = map(o.a, o.m, o.k, o.bm / slices), name = "a" }, { map = map(o.b, o.n, o.k, o.bn), name = "b" } },
-    multicast = multicast and { a = "x" } or nil, cluster = cluster > 1 and { cluster, 1, 1 } or nil,
-    producer = { warps = 4 }, consumer = { warps = 4 * consumers }, release = o.release or M.RELEASE,
-    scratch = epilogue == "tma" and consumers * 64 * M.CHUNK_COLS * 4 or nil }
+  local P
+  if schedule == "pingpong" then   -- its own plan (kernels/gemm_pingpong.lua), from the options checked above
+    P = pingpong.plan(setmetatable({ epilogue = epilogue, multicast = multicast, ablate = ablate, release = o.release or M.RELEASE },
+      { __index = o }), map, M.CHUNK_COLS)
+  else
+    P = pipeline.new{ name = "gemm", stages = o.stages,
+      loads = { { map = map(o.a, o.m, o.k, o.bm / slices), name = "a" }, { map = map(o.b, o.n, o.k, o.bn), name = "b" } },
+      multicast = multicast and { a = "x" } or nil, cluster = cluster > 1 and { cluster, 1, 1 } or nil,
+      producer = { warps = 4 }, consumer = { warps = 4 * consumers }, release = o.release or M.RELEASE,
+      scratch = epilogue == "tma" and consumers * 64 * M.CHUNK_COLS * 4 or nil }
+  end
   P.bm, P.bn, P.cluster_blocks, P.epilogue, P.m, P.n = o.bm, o.bn, cluster, epilogue, o.m, o.n
   P.multicast, P.ablate, P.raster, P.schedule = multicast, ablate, raster, schedule
   return P
