@@ -107,6 +107,12 @@ local EXPECT = {
     "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16", "setmaxnreg.inc.sync.aligned.u32",
     "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes", "wgmma.wait_group.sync.aligned 1",
   },
+  ["gemm_pingpong.cu"] = {   -- two consumer warpgroups on alternate 128x128 tiles, taking turns (the plan's order)
+    "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16", "setmaxnreg.inc.sync.aligned.u32 232",
+    "setmaxnreg.dec.sync.aligned.u32 40", "wgmma.wait_group.sync.aligned 1",
+    "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
+    "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group", "mbarrier.arrive.shared::cta.b64", "%globaltimer",
+  },
   ["gemm_ref.cu"] = { "ld.shared.f32", "atom.global.max.u32" },
   ["wgmma_desc.cu"] = { "st.global.u64" },
   ["watchdog_cost.cu"] = { "mbarrier.try_wait.parity.shared::cta.b64", "mbarrier.arrive.shared::cta.b64", "%clock64" },
@@ -170,6 +176,12 @@ local BUILD = {
     local gemm = require("cuasync.kernels.gemm")
     local P = gemm.plan{ stages = 4, bm = 128, bn = 128, m = 1024, n = 1024, k = 1024 }
     assert.equal("gemm_tma.cu", file)
+    return gemm.program(P, { arch = "sm_90a" })
+  end,
+  ["gemm_pingpong.cu"] = function(file)
+    local gemm = require("cuasync.kernels.gemm")
+    local P = gemm.plan{ schedule = "pingpong", stages = 4, bm = 128, bn = 128, m = 1024, n = 1024, k = 1024 }
+    assert.equal("gemm_pingpong.cu", file)
     return gemm.program(P, { arch = "sm_90a" })
   end,
   ["order_log.cu"] = function(file)

@@ -20,6 +20,7 @@ local native = require("cuasync.native")
 local buffer = require("cuasync.buffer")
 local util = require("cuasync.util")
 local swizzle = require("cuasync.model.swizzle")
+local pingpong = require("cuasync.kernels.gemm_pingpong")
 require("cuasync.cdef.blas")
 
 local M = {}
@@ -65,6 +66,9 @@ M.RELEASE = "warpgroup"
 --   trace_guarded, trace_global_count: a traced build's records as pipeline.cuh takes them by
 --     default (a branch per record; the GEMM's traced build otherwise takes them in every block:
 --     at its 168-register cap the branches made ptxas spill), ring 0 placed by the global count.
+--   schedule: "cooperative" (default: gemm_tma.cu, BM / 64 consumer warpgroups share a tile) or
+--     "pingpong" (gemm_pingpong.cu: two consumer warpgroups on alternate tiles, taking turns;
+--     kernels/gemm_pingpong.lua has its plan and refusals).
 M.ABLATE = { serial_release = "SERIAL_RELEASE", release_cluster = "RELEASE_CLUSTER", a_leader = "A_LEADER",
              trace = "TRACE", trace_guarded = "CUASYNC_TRACE_GUARDED", trace_global_count = "CUASYNC_TRACE_GLOBAL_COUNT" }
 function M.plan(o)
@@ -93,15 +97,25 @@ function M.plan(o)
   util.kind("gemm", "ablate", ablate, "table")
   util.known_fields("gemm", ablate, M.ABLATE, "ablate")
   local raster = util.int_in("gemm", "raster", o.raster or 1, 1, 64)
+  local schedule = o.schedule or "cooperative"
+  if schedule ~= "cooperative" and schedule ~= "pingpong" then
+    util.fail("gemm", ('schedule must be "cooperative" or "pingpong" (got %s)'):format(util.describe(schedule)))
+  end
   local consumers = o.bm / 64
   local slices = multicast and cluster or 1
-  local P = pipeline.new{ name = "gemm", stages = o.stages,
-    loads = { { map = map(o.a, o.m, o.k, o.bm / slices), name = "a" }, { map = map(o.b, o.n, o.k, o.bn), name = "b" } },
-    multicast = multicast and { a = "x" } or nil, cluster = cluster > 1 and { cluster, 1, 1 } or nil,
-    producer = { warps = 4 }, consumer = { warps = 4 * consumers }, release = o.release or M.RELEASE,
-    scratch = epilogue == "tma" and consumers * 64 * M.CHUNK_COLS * 4 or nil }
+  local P
+  if schedule == "pingpong" then   -- its own plan (kernels/gemm_pingpong.lua), from the options checked above
+    P = pingpong.plan(setmetatable({ epilogue = epilogue, multicast = multicast, ablate = ablate, release = o.release or M.RELEASE },
+      { __index = o }), map, M.CHUNK_COLS)
+  else
+    P = pipeline.new{ name = "gemm", stages = o.stages,
+      loads = { { map = map(o.a, o.m, o.k, o.bm / slices), name = "a" }, { map = map(o.b, o.n, o.k, o.bn), name = "b" } },
+      multicast = multicast and { a = "x" } or nil, cluster = cluster > 1 and { cluster, 1, 1 } or nil,
+      producer = { warps = 4 }, consumer = { warps = 4 * consumers }, release = o.release or M.RELEASE,
+      scratch = epilogue == "tma" and consumers * 64 * M.CHUNK_COLS * 4 or nil }
+  end
   P.bm, P.bn, P.cluster_blocks, P.epilogue, P.m, P.n = o.bm, o.bn, cluster, epilogue, o.m, o.n
-  P.multicast, P.ablate, P.raster = multicast, ablate, raster
+  P.multicast, P.ablate, P.raster, P.schedule = multicast, ablate, raster, schedule
   return P
 end
 
@@ -118,7 +132,7 @@ function M.program(P, opts)
   P = plan_of(P)
   local spec = {}
   for k, v in pairs(opts or {}) do spec[k] = v end
-  spec.file = "gemm_tma.cu"
+  spec.file = P.kernel_file or "gemm_tma.cu"
   spec.defines = { BM = P.bm, BN = P.bn, CLUSTER = P.cluster_blocks, EPILOGUE = P.epilogue == "tma" and 1 or 0,
                    MULTICAST = P.multicast and 1 or 0, RASTER = P.raster or 1, BK = M.BK, CHUNK_COLS = M.CHUNK_COLS }
   for k, v in pairs(P.ablate or {}) do
@@ -132,7 +146,8 @@ end
 
 -- gemm.kernel(P[, program fields]): compiled; the fields as gemm.program's (watchdog = false, ...).
 function M.kernel(P, fields)
-  return M.program(P, fields):compile():kernel("gemm_tma", "tensormap, tensormap, tensormap, ptr, u32, u32, u32")
+  P = plan_of(P)
+  return M.program(P, fields):compile():kernel(P.kernel_entry or "gemm_tma", "tensormap, tensormap, tensormap, ptr, u32, u32, u32")
 end
 
 -- The map the TMA epilogue stores C through (m x n f32, boxes of 32 x 64); for the direct
