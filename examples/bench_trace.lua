@@ -2,11 +2,11 @@
 --   copy:  make run's best variant (pipeline_tma: 64-row boxes, 2 consumer warps, 3 stages, 40960
 --          bytes in flight per SM) untraced, traced 1 block in 8 (the default) and traced in every
 --          block, timed in the same interleaved rounds beside cuMemcpyDtoD; then its summary
---   gemm:  the GEMM (128x256 tiles, --cluster 1 or 2, raster 1, 4 stages) the same ways beside cuBLAS
+--   gemm:  the GEMM (128x256 tiles, cluster 1, raster 1, 4 stages) the same three ways beside cuBLAS
 --   knee:  the GEMM (128x128 tiles) at 2 to 6 stages, traced: how long consumers wait on full, the producer
 --          on empty, a stage from issue to landed, and the epilogue (docs/timeline.md reads it)
 -- Every variant is verified before it is timed.
---   luajit examples/bench_trace.lua [--parts copy,gemm,knee] [--m 8192] [--cluster 2] [--out DIR (the traces' JSON and SVG)]
+--   luajit examples/bench_trace.lua [--parts copy,gemm,knee] [--m 8192] [--out DIR (the traces' JSON and SVG)]
 package.path = (debug.getinfo(1, "S").source:match("^@(.*)/") or ".") .. "/lib/?.lua;" .. package.path
 require("example.checkout")   -- examples/lib/: this checkout's lua/ and build/ first on the paths
 local cuasync = require("cuasync")
@@ -18,7 +18,6 @@ local gemm_data = require("example.gemm")
 local o = cli.script{ options = {
   { "--parts LIST", "copy, gemm, knee", default = { "copy", "gemm", "knee" } },
   { "--m N", "the GEMM's m = n = k", default = 8192 },
-  { "--cluster N", "the GEMM's cluster (1 or 2: the best 8192^3 variant's)", default = 1 },
   { "--stages LIST", "the knee's stage counts", default = { 2, 3, 4, 5, 6 } },
   { "--tile MxN", "the knee's GEMM tile", default = "128x128" },
   { "--rounds N", "interleaved rounds", default = 7 }, { "--reps N", "launches timed per round", default = 10 },
@@ -27,15 +26,8 @@ local o = cli.script{ options = {
 if not cuasync.available() then print("bench_trace: no GPU (" .. select(2, cuasync.available()) .. "): nothing to measure") return end
 local parts = {}
 for _, p in ipairs(o.parts) do parts[p] = true end
--- "none": compiled with trace but no block traced (what the checks alone cost every block);
--- the last rows, the ablation of the records' forms (kernels-src/cuasync/pipeline.cuh, trace.cuh),
--- 1 block in 8 each: "unguarded" records taken in every block and ring 0 placed by the global
--- count (the earlier form), "global count" only the latter; the GEMM's default is unguarded (its
--- 168-register cap), so its row is "guarded" instead.
+-- "none": compiled with trace but no block traced (what the checks alone cost every block)
 local TRACES = { { "off", false }, { "none", { blocks = { 2 ^ 31 - 1 } } }, { "1 in 8", true }, { "all blocks", { blocks = "all" } } }
-local COPY_ABLATE = { { "1/8 unguarded", { CUASYNC_TRACE_UNGUARDED = 1, CUASYNC_TRACE_GLOBAL_COUNT = 1 } },
-                      { "1/8 global count", { CUASYNC_TRACE_GLOBAL_COUNT = 1 } } }
-local GEMM_ABLATE = { { "1/8 guarded", { trace_guarded = true } }, { "1/8 global count", { trace_global_count = true } } }
 
 -- Time variants beside a baseline; print each one's ms and its ratio to the untraced one.
 local function table_of(title, base, variants)
@@ -63,13 +55,8 @@ if parts.copy then
                               producer = { warps = 1 }, consumer = { warps = 2 } }
   local dev = cuasync.current_device()
   local variants, kernels = {}, {}
-  local rows_of = {}
-  for i, t in ipairs(TRACES) do rows_of[i] = { t[1], t[2], {} } end
-  for _, a in ipairs(COPY_ABLATE) do rows_of[#rows_of + 1] = { a[1], true, a[2] } end
-  for i, t in ipairs(rows_of) do
-    local defines = { BOX_X = 64, BOX_Y = rows }
-    for k, v in pairs(t[3]) do defines[k] = v end
-    local k = P:program{ file = "pipeline_tma.cu", defines = defines, trace = t[2] }:compile()
+  for i, t in ipairs(TRACES) do
+    local k = P:program{ file = "pipeline_tma.cu", defines = { BOX_X = 64, BOX_Y = rows }, trace = t[2] }:compile()
       :kernel("pipeline_tma", "tensormap, ptr, u32, u32, u32")
     local per_sm = math.min(4, k:occupancy(P.block, P.smem_bytes), math.max(1, math.floor(40960 / (P.stages * P.tx_bytes))))
     local run = k:prepare(P:check(dev):launch_config{ grid = dev.sms * per_sm }, map(true), c.dst, W, W / 64, W / 64 * Hh / rows)
@@ -85,8 +72,8 @@ end
 
 local d
 if parts.gemm or parts.knee then d = gemm_data(o.m, o.m, o.m) end
-local function gemm_build(stages, trace, tile, ablate)
-  local b = gemm.build({ stages = stages, tile = tile or "128x256", cluster = o.cluster, raster = 1, m = o.m, n = o.m, k = o.m, ablate = ablate,
+local function gemm_build(stages, trace, tile)
+  local b = gemm.build({ stages = stages, tile = tile or "128x256", cluster = 1, raster = 1, m = o.m, n = o.m, k = o.m,
                          trace = trace and (trace == true and { names = gemm.TRACE_NAMES } or trace) or nil },
                        { a = d.a, b = d.b, c = d.c, ref = d.r })
   b.poison(); b.run(); cuasync.synchronize()
@@ -101,8 +88,7 @@ if parts.gemm then
     if type(tr) == "table" then tr = { blocks = tr.blocks, names = gemm.TRACE_NAMES } end
     variants[i] = { label = t[1], run = gemm_build(4, tr).run }
   end
-  for _, a in ipairs(GEMM_ABLATE) do variants[#variants + 1] = { label = a[1], run = gemm_build(4, true, nil, a[2]).run } end
-  table_of(("GEMM %d^3, 128x256, cluster %d, 4 stages"):format(o.m, o.cluster),
+  table_of(("GEMM %d^3, 128x256, cluster 1, 4 stages"):format(o.m),
            { label = "cuBLAS", run = function() gemm.cublas(d.a, d.b, d.c, o.m, o.m, o.m) end }, variants)
 end
 

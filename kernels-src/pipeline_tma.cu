@@ -54,14 +54,10 @@ extern "C" __global__ void __launch_bounds__(Plan::block) pipeline_tma(const __g
             if (pipe.is_producer_thread() && i + Plan::stages < tb.n) { produce(pipe, pst, &in, tb, i + Plan::stages); pst.advance(); }
         }
     } else if (pipe.is_producer_thread()) {
-        pipe.trace_split([&] {   // a traced build: the untraced loop in a block that is not traced
-            auto st = pipe.producer_start();
-            for (unsigned i = 0; i < tb.n; ++i, st.advance()) produce(pipe, st, &in, tb, i);
-        });
+        auto st = pipe.producer_start();
+        for (unsigned i = 0; i < tb.n; ++i, st.advance()) produce(pipe, st, &in, tb, i);
     } else if (pipe.is_consumer()) {
-        pipe.trace_split([&] {
-            auto st = pipe.consumer_start();
-            for (unsigned i = 0; i < tb.n; ++i, st.advance()) consume(pipe, st, out, width, tb, i);
-        });
+        auto st = pipe.consumer_start();
+        for (unsigned i = 0; i < tb.n; ++i, st.advance()) consume(pipe, st, out, width, tb, i);
     }
 }

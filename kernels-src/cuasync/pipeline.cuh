@@ -85,45 +85,16 @@ struct pipeline_stages {
 #endif
 
     // Store the timeline records this thread holds: where it has slack (after issuing its MMAs,
-    // before waiting for them); otherwise they wait for its next wait. Nothing without trace, and
-    // nothing in a block that is not traced (one uniform branch).
+    // before waiting for them); otherwise they wait for its next wait. Nothing without trace.
 #ifdef CUASYNC_TRACE
     __device__ __forceinline__ void trace_store() const
     {
-        if (!trace_taken()) return;
         store_held(1u);
         store_held(2u);
-    }
-    // Whether this warp takes pipeline records: its block is traced (a ring was found for it), a
-    // value uniform over the block, so each record is one branch, not taken, in a block that is
-    // not (the records' clock reads, moves and store arithmetic cost every block of the copy
-    // 3.4-3.9% when they were taken in every block). CUASYNC_TRACE_UNGUARDED: taken in every block
-    // and stored by predicate (cuasync 0.1.0's form; examples/bench_trace.lua measures the two).
-    __device__ __forceinline__ bool trace_taken() const
-    {
-#if defined(CUASYNC_TRACE_UNGUARDED)
-        return true;
-#else
-        return trace_rings[0] != 0ull;
-#endif
     }
 #else
     __device__ __forceinline__ void trace_store() const {}
 #endif
-
-    // f(), in a traced build twice: once for a traced block, once for the others, where the
-    // compiler knows the block is not traced and removes every record: a role's loop run through
-    // it costs a block that is not traced nothing (pipeline_tma.cu's loops). Without trace, f().
-    template <class F>
-    __device__ __forceinline__ void trace_split(F f) const
-    {
-#if defined(CUASYNC_TRACE) && !defined(CUASYNC_TRACE_UNGUARDED)
-        if (trace_taken()) f();
-        else f();
-#else
-        f();
-#endif
-    }
 
     __device__ mbarrier_t *full(int s) const { return reinterpret_cast<mbarrier_t *>(base + Config::full_offset) + s; }
     __device__ mbarrier_t *empty(int s) const { return reinterpret_cast<mbarrier_t *>(base + Config::empty_offset) + s; }
@@ -168,7 +139,6 @@ struct pipeline_stages {
     // consumer): stamped now, held (one still held from before is stored first).
     __device__ __forceinline__ void traced(const state &st, unsigned role) const
     {
-        if (!trace_taken()) return;
         trace::detail::held &h = held_[role - 1u];
         if ((h.sp[1] >> 31) != 0u) store_held(role);   // two in a row (a tile's last release): keep the first
         h.t[1] = trace::cycles(); h.it[1] = st.iteration; h.sp[1] = (unsigned)st.index | (st.phase << 16) | (1u << 31);
@@ -186,15 +156,12 @@ struct pipeline_stages {
     template <class Wait>
     __device__ __forceinline__ void timed(unsigned role, const state &st, Wait wait) const
     {
-        const bool on = trace_taken();   // a block not traced only waits, as an untraced build does
         trace::detail::held &h = held_[role - 1u];
-        if (on) {
-            if (Config::unified) { store_held(1u); store_held(2u); }   // a thread of both roles: a hang here keeps both's records
-            else store_held(role);
-            h.t[0] = trace::cycles();
-        }
+        if (Config::unified) trace_store();   // a thread of both roles: a hang here keeps both's records
+        else store_held(role);
+        h.t[0] = trace::cycles();
         wait();
-        if (on) { h.t_end = trace::cycles(); h.it[0] = st.iteration; h.sp[0] = (unsigned)st.index | (st.phase << 16) | (1u << 31); }
+        h.t_end = trace::cycles(); h.it[0] = st.iteration; h.sp[0] = (unsigned)st.index | (st.phase << 16) | (1u << 31);
     }
 #endif
 };

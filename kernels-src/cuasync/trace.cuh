@@ -150,56 +150,15 @@ __device__ __forceinline__ void store(event *e, unsigned long long t, unsigned d
     v[1] = make_ulonglong2((unsigned long long)b | ((unsigned long long)epoch << 32), aux);
 }
 
-// Ring 0's place counters of the block's warps, in shared memory: [w] warp w's key, [32 + w]
-// its next place (32-bit words: a 64-bit shared atomicAdd is a compare-and-swap loop in SASS).
-// The slot's count in global memory is the count the host reads; a global atomicAdd that returns
-// it puts an L2 round trip (hundreds of cycles) before the event's stores, on the warp's path:
-// every range_open and range_close of a traced GEMM block's epilogue, twice a tile. Once a
-// warp's block_begin has seeded its counter (pipeline::init), its later events take their place
-// from a shared-memory atomic and raise the global count with a reduction that returns nothing.
-// A counter is trusted only while its key is this launch's and this block's (shared memory is
-// not cleared between blocks): any other value means the global path, as in a kernel without a
-// pipeline. CUASYNC_TRACE_GLOBAL_COUNT: the global path always (examples/bench_trace.lua).
-__device__ __forceinline__ unsigned *place_counters()
-{
-    __shared__ unsigned counters[64];
-    return counters;
-}
-__device__ __forceinline__ unsigned place_key()
-{
-    const unsigned linear = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
-    // one block to one key within a launch; the epoch and the buffer tell launches and modules apart
-    return (linear * 2654435761u) ^ cuasync_trace.epoch ^ (unsigned)((unsigned long long)cuasync_trace.buf >> 8) ^ 0x43555452u;
-}
-__device__ __forceinline__ unsigned warp_index()
-{
-    return (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) / 32u;
-}
-
 // mov.u32 r, %cluster_ctarank;                                         // PTX ISA 7.8, sm_90
 // Ring 0: the warp's own events, placed by its slot's counter (the first names the block),
-// stamped with both clocks. seed: take the place from the global count and seed the warp's
-// shared counter after it (block_begin's).
-__device__ __forceinline__ void put_at(unsigned long long t, unsigned dur, unsigned a, unsigned b, bool seed = false)
+// stamped with both clocks.
+__device__ __forceinline__ void put_at(unsigned long long t, unsigned dur, unsigned a, unsigned b)
 {
     slot *sl; header *h;
     event *e = ring(0u, &sl, &h);
     if (e == nullptr) return;
-    unsigned i;
-#if !defined(CUASYNC_TRACE_GLOBAL_COUNT)
-    volatile unsigned *ctr = place_counters() + (warp_index() & 31u);
-    const unsigned key = place_key();
-    if (!seed && ctr[0] == key) {
-        i = atomicAdd(const_cast<unsigned *>(ctr + 32), 1u);   // shared: tens of cycles
-        atomicMax(&sl->count, i + 1u);   // its result unused: a reduction, nothing waited for
-    } else {
-        i = atomicAdd(&sl->count, 1u);
-        if (seed) { ctr[32] = i + 1u; ctr[0] = key; }
-    }
-#else
-    (void)seed;
-    i = atomicAdd(&sl->count, 1u);
-#endif
+    const unsigned i = atomicAdd(&sl->count, 1u);
     if (i == 0u) {
         unsigned rank = 0;
 #if __CUDA_ARCH__ >= 900
@@ -328,7 +287,7 @@ __device__ __forceinline__ void range_open(unsigned id) { detail::put(0u, detail
 __device__ __forceinline__ void range_close(unsigned id) { detail::put(0u, detail::where(range_end, 0u, 0u, 0u, 0u), id); }
 namespace detail {
 // The block's start on its SM (pipeline::init records it).
-__device__ __forceinline__ void begin_block() { put_at(0ull, 0u, where(block_begin, 0u, 0u, 0u, 0u), sm_id(), true); }
+__device__ __forceinline__ void begin_block() { put(0u, where(block_begin, 0u, 0u, 0u, 0u), sm_id()); }
 } // namespace detail
 
 #else // no CUASYNC_TRACE: nothing is recorded, and nothing is compiled

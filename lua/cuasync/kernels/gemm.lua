@@ -12,7 +12,6 @@ local ffi = require("ffi")
 local bit = require("bit")
 local pipeline = require("cuasync.pipeline")
 local program = require("cuasync.program")
-local trace = require("cuasync.trace")
 local tensormap = require("cuasync.tensormap")
 local rules = require("cuasync.model.launch_rules")
 local device = require("cuasync.device")
@@ -63,14 +62,11 @@ M.RELEASE = "warpgroup"
 --   ablate = { serial_release, release_cluster, a_leader, trace }: compile-time switches measured
 --     by examples/gemm_ablation.lua (the release loop before the release forms; the remote
 --     arrive's release at cluster scope; rank 0 issues every slice of A; a per-block trace).
---   trace_guarded, trace_global_count: a traced build's records as pipeline.cuh takes them by
---     default (a branch per record; the GEMM's traced build otherwise takes them in every block:
---     at its 168-register cap the branches made ptxas spill), ring 0 placed by the global count.
 --   schedule: "cooperative" (default: gemm_tma.cu, BM / 64 consumer warpgroups share a tile) or
 --     "pingpong" (gemm_pingpong.cu: two consumer warpgroups on alternate tiles, taking turns;
 --     kernels/gemm_pingpong.lua has its plan and refusals).
 M.ABLATE = { serial_release = "SERIAL_RELEASE", release_cluster = "RELEASE_CLUSTER", a_leader = "A_LEADER",
-             trace = "TRACE", trace_guarded = "CUASYNC_TRACE_GUARDED", trace_global_count = "CUASYNC_TRACE_GLOBAL_COUNT" }
+             trace = "TRACE" }
 function M.plan(o)
   util.kind("gemm", "argument", o, "table")
   if o.tile ~= nil then
@@ -138,9 +134,6 @@ function M.program(P, opts)
   for k, v in pairs(P.ablate or {}) do
     if v then spec.defines[M.ABLATE[k]] = 1 end
   end
-  -- traced (by the field, or a sweep's timeline run): records taken in every block
-  -- (pipeline.cuh's CUASYNC_TRACE_UNGUARDED): guarded, ptxas spilled in the consumers' k-loop
-  if trace.options(spec.trace) and not (P.ablate or {}).trace_guarded then spec.defines.CUASYNC_TRACE_UNGUARDED = 1 end
   return P:program(spec)
 end
 
