@@ -299,11 +299,25 @@ extern "C" __global__ void __launch_bounds__(Plan::block, 1) gemm_tma(const __gr
                 cuasync::bulk::commit_group();
             }
         }
+#elif OUT_BF16
+        // accumulators i, i + 1 (i even) are neighbouring columns: one 4-byte store of the pair
+        // where both are inside C and the pair is 4-byte aligned (N even), else one at a time
+#pragma unroll
+        for (unsigned i = 0; i < BN / 2; i += 2) {
+            const unsigned r = row0 + wg::acc_row(i, tid), col = n0 + wg::acc_col(i, tid);
+            if (r >= M) continue;
+            if (N % 2u == 0u && col + 1u < N)
+                *reinterpret_cast<__nv_bfloat162 *>(C + (size_t)r * N + col) = __floats2bfloat162_rn(acc[i], acc[i + 1]);
+            else {
+                if (col < N) C[(size_t)r * N + col] = (out_t)acc[i];
+                if (col + 1u < N) C[(size_t)r * N + col + 1u] = (out_t)acc[i + 1];
+            }
+        }
 #else
 #pragma unroll
         for (unsigned i = 0; i < BN / 2; ++i) {
             const unsigned r = row0 + wg::acc_row(i, tid), col = n0 + wg::acc_col(i, tid);
-            if (r < M && col < N) C[(size_t)r * N + col] = (out_t)acc[i];
+            if (r < M && col < N) C[(size_t)r * N + col] = acc[i];
         }
 #endif
         cuasync::trace::range_close(1);
