@@ -89,12 +89,12 @@ function M.plan(o)
     util.fail("gemm", ('epilogue must be "tma" or "direct" (got %s)'):format(util.describe(epilogue)))
   end
   local out = o.out or "f32"
-  if out ~= "f32" and out ~= "bf16" then util.fail("gemm", ('out must be "f32" or "bf16" (got %s)'):format(util.describe(out))) end
+  if out ~= "f32" and out ~= "bf16" then sched.fail(('out must be "f32" or "bf16" (got %s)'):format(util.describe(out))) end
   local per = 16 / ref.OUT_BYTES[out]
   if epilogue == "tma" and o.n % per ~= 0 then
-    util.fail("gemm", ('epilogue "tma" needs n a multiple of %d for out = "%s" (a TMA store writes whole 16-byte units of a row; n = %d): use epilogue = "direct"'):format(per, out, o.n))
+    sched.fail(('epilogue "tma" needs n a multiple of %d for out = "%s" (a TMA store writes whole 16-byte units of a row; n = %d): use epilogue = "direct"'):format(per, out, o.n))
   end
-  if o.pdl ~= nil and type(o.pdl) ~= "boolean" then util.fail("gemm", ("pdl must be true or false (got %s)"):format(util.describe(o.pdl))) end
+  if o.pdl ~= nil and type(o.pdl) ~= "boolean" then sched.fail(("pdl must be true or false (got %s)"):format(util.describe(o.pdl))) end
   local multicast = o.multicast
   if multicast == nil then multicast = cluster > 1 end
   if type(multicast) ~= "boolean" then util.fail("gemm", ("multicast must be true or false (got %s)"):format(util.describe(multicast))) end

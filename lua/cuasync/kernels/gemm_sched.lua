@@ -16,7 +16,9 @@ M.NAME = "gemm_sched"   -- <cuasync/schedulers/gemm_sched.cuh>
 M.KINDS = { "persistent", "stream_k", "split_k" }
 M.SMS = 132             -- the SM count of a plan made where no GPU is open (an H100 or H200 SXM)
 
-local function fail(msg) util.fail("gemm", msg) end
+-- A refusal of a plan by rule: an error of kind "plan" (cuasync.errors), which a sweep prunes.
+local function fail(msg) util.fail("gemm", msg, { kind = "plan" }) end
+M.fail = fail
 
 -- The scheduler of gemm.plan's options o for a tile bm x bn, `cluster` blocks a cluster, k-tiles of bk.
 function M.new(o, bm, bn, cluster, bk, raster)
@@ -34,7 +36,8 @@ function M.new(o, bm, bn, cluster, bk, raster)
     fail(('scheduler = "%s" needs cluster = 1 (a cluster of 2 shares the A tile of a pair of whole tiles: the persistent walk only)'):format(kind))
   end
   local dev = device.peek()
-  local sms = util.int_in("gemm", "sms", o.sms or (dev and dev.sms) or M.SMS, 1, 4096)
+  local sms = o.sms or (dev and dev.sms) or M.SMS
+  if not util.is_integer(sms) or sms < 1 or sms > 4096 then fail(("sms must be an integer in 1..4096 (got %s)"):format(util.describe(sms))) end
   -- The scheduler counts tiles of the cluster (a pair along N with cluster = 2) on sms / cluster
   -- slots. An extent shorter than a tile is one tile (the loads zero-fill, the stores clip), so it
   -- sees at least one tile; a raster band taller than the tile rows is the same order as one as
