@@ -92,10 +92,15 @@ describe("gemm scheduler axis", function()
   it("refuses what a shape or the kernel cannot serve, naming the rule, before any compile", function()
     assert.equal('cuasync.gemm: scheduler = "split_k": splits = 20 is more than the 16 k-tiles (k = 1000 in steps of bk = 64): a split would get no k-iteration',
       refusal{ scheduler = "split_k", splits = 20 })
-    assert.equal('cuasync.gemm: scheduler = "stream_k": 1024 tiles fill the 128 SMs evenly (8 waves): stream-K has no partial wave to spread (kind = "persistent")',
+    assert.equal('cuasync.gemm: scheduler = "stream_k": 1024 tiles fill the 128 SMs evenly (8 waves): stream-K has no partial wave to spread (scheduler = "persistent")',
       refusal{ scheduler = "stream_k", m = 4096, n = 4096, k = 4096, sms = 128 })
-    assert.equal('cuasync.gemm: scheduler = "stream_k": k = 64 is one k-tile of bk = 64: stream-K cuts the k loop, and there is none to cut (kind = "persistent")',
+    assert.equal('cuasync.gemm: scheduler = "stream_k": k = 64 is one k-tile of bk = 64: stream-K cuts the k loop, and there is none to cut (scheduler = "persistent")',
       refusal{ scheduler = "stream_k", k = 64 })
+    -- k shorter than a k-tile: the caller's k in the rule
+    assert.equal('cuasync.gemm: scheduler = "stream_k": k = 8 is one k-tile of bk = 64: stream-K cuts the k loop, and there is none to cut (scheduler = "persistent")',
+      refusal{ scheduler = "stream_k", k = 8 })
+    assert.equal('cuasync.gemm: scheduler = "split_k": splits = 2 is more than the 1 k-tiles (k = 40 in steps of bk = 64): a split would get no k-iteration',
+      refusal{ scheduler = "split_k", splits = 2, k = 40 })
     assert.equal('cuasync.gemm: scheduler = "stream_k" needs cluster = 1 (a cluster of 2 shares the A tile of a pair of whole tiles: the persistent walk only)',
       refusal{ scheduler = "stream_k", cluster = 2 })
     assert.equal('cuasync.gemm: scheduler = "split_k" needs splits = n (the k-ranges of a tile, 2 or more)', refusal{ scheduler = "split_k" })
@@ -169,33 +174,35 @@ describe("gemm scheduler axis", function()
     return P, bad, worst, left
   end
 
-  gpu_it("matches the reference with every scheduler on edge shapes, f32 and bf16, both epilogues #gpu", function()
+  gpu_it("matches the reference with every scheduler on edge shapes, f32 and bf16 out, both epilogues in turn #gpu", function()
     local lines = {}
+    local COMBOS = { { "f32", "tma" }, { "bf16", "direct" }, { "bf16", "tma" }, { "f32", "direct" } }
     -- sms = 5 or 7: a few SMs, so that these small shapes have partial waves for stream-K to cut
     local SCHEDS = { { scheduler = "persistent", raster = 2 }, { scheduler = "stream_k", sms = 5 }, { scheduler = "stream_k", sms = 7, tile = "128x256" },
                      { scheduler = "split_k", splits = 2, sms = 7 }, { scheduler = "split_k", splits = 3, sms = 6, tile = "256x128" } }
-    for _, shape in ipairs({ { 300, 200, 136 }, { 130, 264, 1000 }, { 513, 136, 72 }, { 700, 1000, 264 }, { 257, 384, 4096 } }) do
+    -- k = 8 and 40: one k-tile (stream-K and split-K refused by rule); 72: two (split-K in 3 refused)
+    for _, shape in ipairs({ { 300, 200, 136 }, { 130, 264, 1000 }, { 513, 136, 72 }, { 700, 1000, 264 }, { 257, 384, 4096 },
+                             { 64, 64, 8 }, { 200, 136, 40 } }) do
       local m, n, k = shape[1], shape[2], shape[3]
       local A, B, C, R = cuasync.alloc(m * k * 2), cuasync.alloc(n * k * 2), cuasync.alloc(m * n * 4), cuasync.alloc(m * n * 4)
       gemm.random(A, m * k, H.random_u32())
       gemm.random(B, n * k, H.random_u32())
       gemm.reference(A, B, R, m, n, k)
-      for _, s in ipairs(SCHEDS) do
-        for _, out in ipairs({ "f32", "bf16" }) do
-          for _, ep in ipairs({ "tma", "direct" }) do
-            local o = { out = out, epilogue = ep, tile = "128x128" }
-            for key, v in pairs(s) do o[key] = v end
-            local ok, P, bad, worst, left = pcall(run, o, A, B, C, R, m, n, k)
-            if not ok then   -- a refusal by rule (k-tiles fewer than splits, no partial wave) is fine; nothing else is
-              assert.equal("plan", errors.kind(P), tostring(P))
-              lines[#lines + 1] = ("%dx%dx%d %s: refused: %s"):format(m, n, k, o.scheduler, errors.message(P))
-            else
-              lines[#lines + 1] = ("%dx%dx%d %s %s out %s epilogue %s (%d CTAs): %d bad, largest difference %g, %d flags left"):format(
-                m, n, k, o.scheduler, o.tile, out, ep, P.sched.ctas, bad, worst, left)
-              assert.equal(0, bad, lines[#lines])
-              assert.equal(0, left, lines[#lines])
-            end
-          end
+      for si, s in ipairs(SCHEDS) do
+        -- each scheduler takes the four (out, epilogue) pairs in turn over the shapes: one compile a
+        -- (shape, scheduler), since the walk is compiled for its shape
+        local out, ep = COMBOS[(si + #lines) % 4 + 1][1], COMBOS[(si + #lines) % 4 + 1][2]
+        local o = { out = out, epilogue = ep, tile = "128x128" }
+        for key, v in pairs(s) do o[key] = v end
+        local ok, P, bad, worst, left = pcall(run, o, A, B, C, R, m, n, k)
+        if not ok then   -- a refusal by rule (k-tiles fewer than splits, no partial wave) is fine; nothing else is
+          assert.equal("plan", errors.kind(P), tostring(P))
+          lines[#lines + 1] = ("%dx%dx%d %s: refused: %s"):format(m, n, k, o.scheduler, errors.message(P))
+        else
+          lines[#lines + 1] = ("%dx%dx%d %s %s out %s epilogue %s (%d CTAs): %d bad, largest difference %g, %d flags left"):format(
+            m, n, k, o.scheduler, o.tile, out, ep, P.sched.ctas, bad, worst, left)
+          assert.equal(0, bad, lines[#lines])
+          assert.equal(0, left, lines[#lines])
         end
       end
       A:close(); B:close(); C:close(); R:close()
@@ -204,7 +211,7 @@ describe("gemm scheduler axis", function()
     -- the shapes above cut tiles with both turnstile kinds (not every row a refusal)
     local cut = 0
     for _, l in ipairs(lines) do if l:find("_k ") and l:find("0 bad") then cut = cut + 1 end end
-    assert.truthy(cut >= 20, tostring(cut))
+    assert.truthy(cut >= 12, tostring(cut))
   end)
 
   gpu_it("takes a new epoch each launch, verifies each, leaves the flags at 0; PDL back to back; cuBLAS with bf16 out #gpu", function()

@@ -42,13 +42,24 @@ function M.new(o, bm, bn, cluster, bk, raster)
   -- slots. An extent shorter than a tile is one tile (the loads zero-fill, the stores clip), so it
   -- sees at least one tile; a raster band taller than the tile rows is the same order as one as
   -- tall as them.
+  -- the k rules with the caller's k (the scheduler below sees k no shorter than bk)
+  local k_tiles = math.ceil(o.k / bk)
+  if kind == "stream_k" and k_tiles < 2 then
+    fail(('scheduler = "stream_k": k = %d is one k-tile of bk = %d: stream-K cuts the k loop, and there is none to cut (scheduler = "persistent")'):format(
+      o.k, bk))
+  end
+  if kind == "split_k" and util.is_integer(o.splits) and o.splits > k_tiles then
+    fail(('scheduler = "split_k": splits = %d is more than the %d k-tiles (k = %d in steps of bk = %d): a split would get no k-iteration'):format(
+      o.splits, k_tiles, o.k, bk))
+  end
   local tn = bn * cluster
   local m, n, k = math.max(o.m, bm), math.max(o.n, tn), math.max(o.k, bk)
   local ok, s = pcall(scheduler.new, { name = M.NAME, kind = kind, m = m, n = n, k = k, tile = { bm, tn }, bk = bk,
     raster = math.min(raster, math.ceil(m / bm)), splits = o.splits, mode = kind == "split_k" and "serial" or nil,
     sms = math.max(1, math.floor(sms / cluster)) })
   if not ok then
-    fail(('scheduler = "%s": %s'):format(kind, (errors.message(s):gsub("^cuasync%.scheduler: ", ""))))
+    -- its rule in gemm's words: the field is `scheduler` here
+    fail(('scheduler = "%s": %s'):format(kind, (errors.message(s):gsub("^cuasync%.scheduler: ", ""):gsub('%(kind = "', '(scheduler = "'))))
   end
   return s
 end
