@@ -8,23 +8,38 @@
 --     through G.nodes[i]:set(...) against a re-capture + G:update(fn); the output verified.
 --     Timed through the synchronize (both run the 3000 kernels), and the host calls alone.
 --  3. G:launch of a checked graph against the bare native graph launch (the check's cost).
---   luajit examples/bench_graph_loop.lua [--iters 1000] [--nodes 3000] [--rounds 7]
+-- Then cuda.core on the same loop: examples/peers/graph_while.py (python3 where it and cuda.core
+-- import; --peer off skips it), its while graph against its host-driven loop, the same seed,
+-- checked against this run's x; where it cannot run, a line says why.
+-- --ablate a,b,...: variants of loop 1 timed in the same rounds (off by default; the default
+-- ways, their kernels and their graphs are the same with or without it), each verified: what
+-- the while graph's and the host loop's time per sweep is made of (ABLATIONS below).
+--   luajit examples/bench_graph_loop.lua [--iters 1000] [--nodes 3000] [--rounds 7] [--ablate all] [--peer off]
 package.path = (debug.getinfo(1, "S").source:match("^@(.*)/") or ".") .. "/lib/?.lua;" .. package.path
 require("example.checkout")   -- examples/lib/: this checkout's lua/ and build/ first on the paths
 local ffi = require("ffi")
 local cuasync = require("cuasync")
 local native = require("cuasync.native")
 local device = require("cuasync.device")
+local ablation = require("example.graph_loop_ablations")
+local peer = require("example.peer")
 local o = require("cuasync.tools.cli").script{ options = {
   { "--iters N", "Jacobi sweeps per loop", default = 1000 },
   { "--nodes N", "launches in the edited graph", default = 3000 },
   { "--rounds N", "interleaved rounds", default = 7 },
+  { "--ablate LIST", ("variants of the loop, timed beside it: %s, or all"):format(table.concat(ablation.NAMES, ", ")),
+    type = "list", check = ablation.check },
+  { "--peer WHAT", "cuda.core on the same loop (examples/peers/graph_while.py)", default = "auto", choices = { "auto", "off" } },
 } }
 
 local prog = cuasync.program{ file = "graph_loop.cu" }
 local ok, why = cuasync.available()
 if not ok then
   print(("compiled graph_loop.cu for %s (%d bytes); runs skipped: %s"):format(prog:arch(), #prog:cubin(), why))
+  if o.ablate then
+    local ap = ablation.program(cuasync, cuasync.kernels_dir())
+    print(("compiled the ablations' variants for %s (%d bytes)"):format(ap:arch(), #ap:cubin()))
+  end
   return
 end
 
@@ -40,6 +55,7 @@ local function median(t) table.sort(t); return t[math.ceil(#t / 2)] end
 local hx = cuasync.host_alloc(N * 4)
 local fx = hx:as("float")
 local seed = (os.time() % 2147483646) + 1
+local seed0 = seed   -- the peer makes the same x from it
 for i = 0, N - 1 do seed = seed * 16807 % 2147483647; fx[i] = seed / 2147483647 end
 local x, y, iters, flag = cuasync.alloc(N * 4), cuasync.alloc(N * 4), cuasync.alloc(4), cuasync.alloc(4)
 local cfg = { grid = 1, block = N }
@@ -125,9 +141,14 @@ local REPS = 10000
 local function checked() for _ = 1, REPS do one:launch(s) end; s:synchronize() end
 local function bare() local x_ = one.h.exec for _ = 1, REPS do C.cuasync_graph_launch(x_, sh, errbuf, ERRLEN) end; s:synchronize() end
 
+-- -- the ablations asked for (none by default): their ways, each verified against gx ----------
+local ablate = ablation.new{ cuasync = cuasync, kernels = cuasync.kernels_dir(), names = o.ablate, N = N, ITERS = ITERS,
+  x = x, y = y, iters = iters, flag = flag, hx = hx, stream = s, want = gx }
+
 -- -- rounds ----------------------------------------------------------------------------------------
 local ways = { graph_loop = graph_loop, host_loop = host_loop, edit = edit, recapture = recapture, checked = checked, bare = bare }
 local order = { "graph_loop", "host_loop", "edit", "recapture", "checked", "bare" }
+for _, a in ipairs(ablate.ways) do ways[a.key] = a.run; order[#order + 1] = a.key end
 local t = {}
 for _, k in ipairs(order) do t[k] = {}; ways[k]() end   -- warm
 host.edit, host.recapture = {}, {}
@@ -149,4 +170,29 @@ print(("%-46s %10.3f %10.3f %7.1f%%  <= 10%%"):format("  the host's calls only (
   median(host.edit), median(host.recapture), 100 * median(host.edit) / median(host.recapture)))
 print(("%-46s %10.3f %10.3f %7.1f%%  <= 2%%"):format(("G:launch vs bare native launch, %d launches"):format(REPS),
   m.checked, m.bare, 100 * (m.checked - m.bare) / m.bare))
-print("cuda.core on the same loop: not measured (no peer script for conditional graphs yet)")
+ablate.print(m, m.graph_loop, m.host_loop)
+
+-- -- cuda.core on the same loop (after the rounds: the GPU is idle while it runs) -------------------
+if o.peer == "off" then
+  print("cuda.core on the same loop: not run (--peer off)")
+else
+  local p, why = peer.run("peers/graph_while.py", { "--iters", ITERS, "--n", N, "--rounds", o.rounds, "--seed", seed0,
+    "--kernels", cuasync.kernels_dir() })
+  if not p then
+    print("cuda.core on the same loop: not measured: " .. why)
+  else
+    assert(p.sweeps == ITERS, ("the peer ran %s sweeps, want %d"):format(tostring(p.sweeps), ITERS))
+    local same = p.x_hex == peer.hex(ffi.string(gx, N * 4))
+    assert(same, "the peer's x differs from this run's (same seed, same kernel)")
+    local label = ("cuda.core %s: while graph vs host loop"):format(p.version or "?")
+    if p.while_ms then
+      print(("%-46s %10.3f %10.3f %7.2fx  (cuasync %.2fx)"):format(label, p.while_ms, p.host_ms, p.host_ms / p.while_ms,
+        m.host_loop / m.graph_loop))
+    else
+      print(("%-46s %10s %10.3f %8s  no while graph: %s"):format(label, "-", p.host_ms, "-", p.while_why or "?"))
+    end
+    print(("%-46s %10.3f %10.3f %7.2fx  (a graph of one sweep, launched per sweep)"):format("cuda.core: body graph per sweep vs host loop",
+      p.body_ms, p.host_ms, p.host_ms / p.body_ms))
+    print("  (cuda.core's x is bit-identical to this run's; its rounds ran after these, in python3)")
+  end
+end

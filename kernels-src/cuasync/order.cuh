@@ -136,7 +136,7 @@ struct ordered {
 #else
         const unsigned received = 0u;
 #endif
-        watchdog::site s{ smem_addr(barrier((unsigned)st.index, group)), st.phase, smem_addr(base), (unsigned)st.index,
+        watchdog::site s{ smem_addr(barrier((unsigned)st.index, group)), st.phase, smem_addr(base) - Config::base_offset, (unsigned)st.index,
                           Config::order_role, st.iteration, received, 0u };
 #ifdef CUASYNC_TRACE
         s.trace_ring = CUASYNC_TRACE_OFF;   // a turn is not a pipeline event of the timeline

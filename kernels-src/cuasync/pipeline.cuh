@@ -27,6 +27,17 @@ namespace cuasync {
 
 template <class Config> struct pipeline;   // below: the kinds reach its progress words
 
+// The block's dynamic shared memory from its first Align-aligned byte (the base is only 16-byte
+// aligned by contract: a plan's or a layout's smem_bytes include Align - 16 bytes of slack).
+template <unsigned Align>
+__device__ __forceinline__ unsigned char *dynamic_smem()
+{
+    static_assert((Align & (Align - 1u)) == 0, "cuasync: alignment must be a power of two");
+    extern __shared__ unsigned char cuasync_pipeline_smem_[];
+    const unsigned addr = smem_addr(cuasync_pipeline_smem_);
+    return cuasync_pipeline_smem_ + (((addr + Align - 1u) & ~(Align - 1u)) - addr);
+}
+
 // The stages of a plan: its stage buffers and barriers, carved out of dynamic shared memory. The
 // one state every completion kind (and so pipeline<Config>) is built over.
 template <class Config>
@@ -46,10 +57,9 @@ struct pipeline_stages {
     // Carve from dynamic shared memory (the plan's smem_bytes include the rounding slack).
     __device__ pipeline_stages()
     {
-        extern __shared__ unsigned char cuasync_pipeline_smem_[];
-        const unsigned addr = smem_addr(cuasync_pipeline_smem_);
-        const unsigned aligned = (addr + Config::align - 1u) & ~(Config::align - 1u);
-        base = cuasync_pipeline_smem_ + (aligned - addr);
+        // a plan placed in a cuasync.layout starts base_offset bytes into the layout, whose origin
+        // is aligned to the largest alignment of its parts (base_align; a lone plan's is its own)
+        base = dynamic_smem<Config::base_align>() + Config::base_offset;
 #ifdef CUASYNC_TRACE
         for (unsigned r = 0; r < 2u; ++r) {
             trace::event *e = trace::detail::ring_of(r + 1u);
@@ -176,7 +186,9 @@ struct pipeline_tx_bytes : pipeline_stages<Config> {
 #else
         const unsigned received = 0u, armed = 0u;
 #endif
-        watchdog::site s{ smem_addr(bar), st.phase, smem_addr(this->base), (unsigned)st.index, role, st.iteration,
+        // base: the layout's origin (the plan's own base for a lone plan), so that a post-mortem
+        // finds which of a kernel's pipelines owns the barrier (hang.lua)
+        watchdog::site s{ smem_addr(bar), st.phase, smem_addr(this->base) - Config::base_offset, (unsigned)st.index, role, st.iteration,
                                received, armed };
 #ifdef CUASYNC_TRACE
         s.trace_ring = CUASYNC_TRACE_OFF;   // the pipeline times its own waits (timed)

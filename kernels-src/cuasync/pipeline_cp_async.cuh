@@ -40,7 +40,7 @@ struct pipeline_cp_async_copies : pipeline_stages<Config> {
 #else
         const unsigned received = 0u;
 #endif
-        watchdog::site s{ smem_addr(bar), st.phase, smem_addr(this->base), (unsigned)st.index, role, st.iteration,
+        watchdog::site s{ smem_addr(bar), st.phase, smem_addr(this->base) - Config::base_offset, (unsigned)st.index, role, st.iteration,
                                received, 0u };
 #ifdef CUASYNC_TRACE
         s.trace_ring = CUASYNC_TRACE_OFF;   // the pipeline times its own waits (timed)

@@ -7,6 +7,7 @@ local errors = require("cuasync.errors")
 local mbarrier = require("cuasync.model.mbarrier")
 local names = require("cuasync.model.barrier_names")
 local orders = require("cuasync.model.order_plan")
+local layouts = require("cuasync.model.layout_plan")
 local trace = require("cuasync.trace.read")
 local tiles = require("cuasync.model.tile_scheduler")
 
@@ -22,9 +23,9 @@ local Hang = errors.Hang
 
 -- The barrier's name in its pipeline ("full[2]", as the CPU model names it: barrier_names), from
 -- its offset in the stage ring.
-local function barrier_name(plan, r)
-  if not plan or r.base == 0 or r.bar < r.base then return nil end
-  local off = r.bar - r.base
+local function barrier_name(plan, r, base)
+  if not plan or base == 0 or r.bar < base then return nil end
+  local off = r.bar - base
   for _, which in ipairs({ "full", "empty" }) do
     local first = plan[which .. "_offset"]
     if off >= first and off < first + 8 * plan.stages and (off - first) % 8 == 0 then
@@ -37,7 +38,12 @@ local NONE = 0xFFFFFFFF   -- a record field the wait did not fill
 
 -- Build the error from a written record. `mod` may be gone (nil).
 function M.error_from(r, mod, rc_ok)
-  local plan = mod and mod.program.hooks and mod.program.hooks.plan
+  local hooks = mod and mod.program.hooks
+  local plan, base = hooks and hooks.plan, r.base
+  -- a kernel of several pipelines (cuasync.layout): the record's base is the layout's origin; the
+  -- pipeline whose span holds the barrier is the one named, its base that span's start
+  local part = hooks and hooks.parts and r.base ~= 0 and r.bar >= r.base and layouts.part_at(hooks.parts, r.bar - r.base)
+  if part then plan, base = part.plan, r.base + part.offset end
   local e = {
     kind = "hang", kernel = mod and mod.watch and mod.watch.last or "?", module = mod and mod.name,
     node = mod and mod.watch and mod.watch.where or nil,
@@ -50,9 +56,9 @@ function M.error_from(r, mod, rc_ok)
     waited_ms = tonumber(r.waited_ns) / 1e6, timeout_ms = tonumber(r.timeout_ns) / 1e6,
     pipeline = plan and plan.name or nil, plan = plan, context_ok = rc_ok, sticky = not rc_ok,
   }
-  local name, which = barrier_name(plan, r)
+  local name, which = barrier_name(plan, r, base)
   -- a wait for a turn of the plan's ordered barrier (order.cuh): named as the CPU model names it
-  local turn = not name and plan and r.base ~= 0 and r.bar >= r.base and orders.hang_place(plan, r.bar - r.base, r,
+  local turn = not name and plan and base ~= 0 and r.bar >= base and orders.hang_place(plan, r.bar - base, r,
     plan.cluster_size > 1 and r.cluster_rank or nil)
   if turn then
     name, which = turn.name, "order"

@@ -9,6 +9,8 @@ local watchdog = require("cuasync.watchdog")
 local cancel = require("cuasync.cancel")
 local pipeline = require("cuasync.pipeline")
 local scheduler = require("cuasync.scheduler")
+local layout = require("cuasync.layout")
+local layout_plan = require("cuasync.model.layout_plan")
 local ring = require("cuasync.model.ring")
 local clusters = require("cuasync.model.clusters")
 local tensormap_rules = require("cuasync.model.tensormap_rules")
@@ -28,10 +30,16 @@ local signature = require("cuasync.signature")
 local tensormap = require("cuasync.tensormap")
 local swizzle = require("cuasync.model.swizzle")
 local graph = require("cuasync.graph")
+local conditional = require("cuasync.graph.conditional")
 local pdl = require("cuasync.pdl")
 local trace = require("cuasync.trace")
 local timeline = require("cuasync.model.timeline")
 
+
+-- cuasync.graph(fn[, opts]) makes a graph; cuasync.graph.condition / .while_ / .if_ act on the
+-- capture open now, as its builder's g:condition / g:while_ / g:if_ (graph/conditional.lua).
+local graph_api = setmetatable({ condition = conditional.condition, while_ = conditional.while_, if_ = conditional.if_ },
+  { __call = function(_, fn, opts) return graph.new(fn, opts) end })
 
 local M = {
   version = native.version,
@@ -57,15 +65,17 @@ local M = {
 
   stream = streams.stream,
   event = streams.event,
-  graph = graph.new,
+  graph = graph_api,
   pdl = { check = pdl.check },
   tensormap = tensormap.new,
   pipeline = pipeline.new,
   scheduler = scheduler.new,
+  layout = layout.new,
   swizzle = swizzle,
   model = { swizzle = swizzle, launch_rules = rules, ring = ring, clusters = clusters,
             tensormap_rules = tensormap_rules, mbarrier = mbarrier, run = protocol.run,
-            pipeline_plan = pipeline_plan, timeline = timeline, tile_scheduler = tile_scheduler },
+            pipeline_plan = pipeline_plan, timeline = timeline, tile_scheduler = tile_scheduler,
+            layout_plan = layout_plan },
   cache = { stats = cache.stats, dir = cache.dir, clear_memory = cache.clear_memory },
   errors = errors,
   trace = { read = trace.read, raw = trace.raw, last = trace.last },
@@ -82,6 +92,8 @@ local M = {
 for k, v in pairs(M) do if type(v) == "function" and not util.public[v] then util.public[v] = k end end
 for k, v in pairs(M.model) do if type(v) == "function" then util.public[v] = "model." .. k end end
 util.public[pdl.check] = "pdl.check"
+util.public[graph.new] = "graph"
+for k, v in pairs(graph_api) do util.public[v] = "graph." .. k end
 
 -- Names loaded on first use: name -> { module, field (nil: the module itself) }.
 local LAZY = {

@@ -141,6 +141,10 @@ end
 -- arguments and launch config against this plan when prepared.
 function Pipeline:program(spec)
   if self.mutation then fail(("pipeline '%s' is a mutated plan: it is for :simulate only"):format(self.name)) end
+  if self.placed_in then
+    util.fail("pipeline.program", ("pipeline '%s' is placed in layout '%s': build the kernel with the layout's program (L:program{...}), which binds every plan it holds"):format(
+      self.name, self.placed_in))
+  end
   util.kind("pipeline.program", "argument", spec, "table")
   -- before a default replaces one: a NULL watchdog would read as not given, and become true
   util.null_fields("pipeline.program", spec)
@@ -171,6 +175,10 @@ end
 
 -- P:launch_config{ grid = ..., stream = ... }: block, smem and cluster filled from the plan.
 function Pipeline:launch_config(cfg)
+  if self.placed_in then
+    util.fail("pipeline.launch_config", ("pipeline '%s' is placed in layout '%s': its kernel launches with the layout's smem (L:launch_config{...})"):format(
+      self.name, self.placed_in))
+  end
   util.kind("pipeline.launch_config", "argument", cfg, "table")
   local out = {}
   for k, v in pairs(cfg) do

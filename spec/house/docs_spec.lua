@@ -13,7 +13,7 @@ local VARS = { Program = "prog", Module = "mod", Kernel = "k", Config = "cfg", D
                HostBuffer = "hbuf", Stream = "s", Event = "ev", Graph = "G", TensorMap = "tm", Layout = "L",
                Pipeline = "P", Barrier = "mb", Arrival = "arrival", Token = "token", Role = "t", Result = "r",
                Sweep = "S", K = "K", Pattern = "p", Bulk = "bulk", Hang = "err", Trace = "T",
-               GraphBuilder = "g", GraphNode = "node", Scheduler = "sched", Simulation = "sim" }
+               GraphBuilder = "g", GraphNode = "node", Scheduler = "sched", Simulation = "sim", SharedLayout = "L" }
 -- The module's lazy names and the public methods (the sweep's internal classes left out): the
 -- walk the pinned surface makes too (spec/support/surface.lua).
 local lazy_names, methods = S.lazy_names, function() return S.methods() end

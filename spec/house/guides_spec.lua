@@ -7,7 +7,7 @@ local cuasync = require("cuasync")
 local H = require("helper")
 
 local GUIDES = { "first-pipeline", "cp-async", "clusters-and-multicast", "watchdog", "sweeps", "orchestration", "timeline",
-                 "ordered-consumers", "schedulers" }
+                 "ordered-consumers", "schedulers", "shared-layouts" }
 
 -- The page as a chunk of its runnable blocks: with_gpu = false keeps the CPU blocks only.
 local function chunk(text, with_gpu)

@@ -86,6 +86,14 @@ describe("the public surface (spec/support/surface.txt)", function()
       assert.same({ "cuasync.tensormap" }, names(r.changed, "entry"))
       assert.truthy(r.changed[1].why:find("fewer parameters", 1, true), r.changed[1].why)
 
+      -- a function become a table callable with its parameters passes (cuasync.graph, whose
+      -- table holds graph.while_ ...); callable with fewer, it fails
+      r = check(function(m) m.alloc = setmetatable({}, { __call = function(_, bytes) return bytes end }) end)
+      assert.is_true(r.ok, S.explain(r))
+      r = check(function(m) m.alloc = setmetatable({}, { __call = function() end }) end)
+      assert.same({ "cuasync.alloc" }, names(r.changed, "entry"))
+      assert.truthy(r.changed[1].why:find("fewer parameters", 1, true), r.changed[1].why)
+
       r = check(function(m) m.version = 1 end)
       assert.same({ "cuasync.version" }, names(r.changed, "entry"))
       assert.equal("was a string, is now a number", r.changed[1].why)

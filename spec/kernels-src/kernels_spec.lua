@@ -129,6 +129,10 @@ local EXPECT = {
     "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes", "mbarrier.try_wait.parity.shared::cta.b64",
     "mbarrier.arrive.shared::cta.b64", "atom.shared.add.u32", "nanosleep", "%globaltimer",
   },
+  ["layout_pair.cu"] = {   -- two pipelines of one cuasync.layout, with the watchdog
+    "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes", "mbarrier.try_wait.parity.shared::cta.b64",
+    "bar.sync", "%globaltimer",
+  },
   ["sched_sum.cu"] = {   -- built from a stream-K scheduler, with the watchdog: the turnstile
     "ld.acquire.gpu.global.u32", "fence.acq_rel.gpu", "st.relaxed.gpu.global.u32", "%globaltimer", "ld.global.cg.f32",
   },
@@ -165,6 +169,12 @@ local BUILD = {
   ["order_log.cu"] = function(file)
     return cuasync.pipeline{ name = "pingpong", stages = 2, stage_bytes = 1024, producer = { warps = 4 }, consumer = { warps = 8 },
       order = { name = "math", groups = 2, depth = 2 }, scratch = 4096 }:program{ file = file, arch = "sm_90a" }
+  end,
+  ["layout_pair.cu"] = function(file)
+    local function P(name, stages)
+      return cuasync.pipeline{ name = name, stages = stages, stage_bytes = 4096, producer = { warps = 1 }, consumer = { warps = 4 } }
+    end
+    return cuasync.layout{ name = "pair", pipelines = { P("xs", 3), P("ys", 2) }, regions = { sum = 4096 } }:program{ file = file, arch = "sm_90a" }
   end,
   ["sched_sum.cu"] = function(file)
     return cuasync.scheduler{ name = "toy", kind = "stream_k", m = 100, n = 70, k = 300, tile = { 16, 16 }, bk = 8,

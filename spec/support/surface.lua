@@ -15,7 +15,8 @@
 --     cuasync.version is now later than the release it was deprecated in ("retired": it stayed a
 --     release); a device signature missing while the name has others fails as "changed";
 --   - a Lua name whose kind changed, or a function that takes fewer parameters (or lost its `...`),
---     fails ("changed"); more parameters or a new `...` is compatible ("widened");
+--     fails ("changed"); more parameters or a new `...` is compatible ("widened"), and so is a
+--     function become a table callable with at least its parameters (`__call`; cuasync.graph);
 --   - a name the pin lacks is "added" (reported; CUASYNC_SURFACE=update pins it);
 --   - a deprecated alias: Lua, util.deprecated(old, new, fn) (a method: `Class.old =
 --     util.deprecated(...)` in its file); device, `[[deprecated("...")]]` on its own line above the
@@ -101,7 +102,12 @@ end
 
 local function lua_value(name, v)
   if type(v) == "function" then return entry("lua", "function", name, params_of(v), util.deprecations[v] ~= nil) end
-  return entry("lua", type(v), name)
+  local e = entry("lua", type(v), name)
+  local mt = type(v) == "table" and getmetatable(v)
+  if type(mt) == "table" and type(mt.__call) == "function" then
+    e.call = params_of(mt.__call):gsub("^%([^,)]*,? ?", "(")   -- its call's parameters, less the table itself
+  end
+  return e
 end
 
 -- The Lua names of module m: its keys (and the lazy ones), their tables' string keys, and for
@@ -249,6 +255,9 @@ end
 -- Why the Lua entry c breaks callers of the pinned p (a string), false where it differs compatibly,
 -- nil where it is the same.
 local function lua_change(p, c)
+  if p.kind == "function" and c.kind == "table" and c.call then   -- a function become a callable table
+    c = { kind = "function", sig = c.call }
+  end
   if p.kind ~= c.kind then return ("was a %s, is now a %s"):format(p.kind, c.kind) end
   if p.sig == c.sig then return nil end
   if p.kind ~= "function" and p.kind ~= "method" then return nil end

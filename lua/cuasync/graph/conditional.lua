@@ -8,6 +8,9 @@
 -- Refused by name before the driver sees them: a driver without conditional nodes (CUDA 12.3),
 -- nesting (12.4) or if/else (12.8); a condition of another capture or another graph level; a
 -- builder used after its capture ended.
+-- The module-level forms cuasync.graph.condition{...} / .while_(c, fn) / .if_(c, fn[, else_fn])
+-- (DESIGN.md's contract) act on the capture open now, through its builder: inside a body, on
+-- that body (the record's stream is the innermost body's); outside a capture, refused by name.
 local ffi = require("ffi")
 local native = require("cuasync.native")
 local util = require("cuasync.util")
@@ -144,7 +147,28 @@ function GraphBuilder:if_(c, fn, else_fn)
   return conditional(self, "graph.if_", "if", c, else_fn == nil and { fn } or { fn, else_fn })
 end
 
-function M.new(rec) return setmetatable({ rec = rec }, GraphBuilder) end
+-- The builder of capture record rec (one per capture: the module-level forms use the same).
+function M.new(rec)
+  rec.builder = rec.builder or setmetatable({ rec = rec }, GraphBuilder)
+  return rec.builder
+end
+
+-- -- The module-level forms -------------------------------------------------------------------
+
+-- The builder of the capture open now; outside one, where's refusal names the call.
+local function active(where, call)
+  local rec = capture.state.active
+  if not rec then
+    util.fail(where, ("no capture is open: call it inside the function given to cuasync.graph(fn) or G:update(fn), where it is %s"):format(call))
+  end
+  return M.new(rec)
+end
+
+-- cuasync.graph.condition{...}, .while_(c, fn), .if_(c, fn[, else_fn]): g:condition / g:while_ /
+-- g:if_ of the capture open now.
+function M.condition(opts) return active("graph.condition", "g:condition{...}"):condition(opts) end
+function M.while_(c, fn) active("graph.while_", "g:while_(c, fn)"):while_(c, fn) end
+function M.if_(c, fn, else_fn) active("graph.if_", "g:if_(c, fn[, else_fn])"):if_(c, fn, else_fn) end
 
 M.GraphBuilder = GraphBuilder
 util.methods(GraphBuilder, "graph", "g")

@@ -10,7 +10,7 @@ local M = {}
 -- this list): a load's name becomes a member too, so it may not be one of these.
 M.MEMBERS = {}
 for w in ([[stages completion tx_bytes stage_pitch align full_offset empty_offset smem_bytes scratch_offset
-  scratch_bytes block unified producer_warps producer_threads consumer_threads release full_count
+  scratch_bytes base_offset base_align block unified producer_warps producer_threads consumer_threads release full_count
   empty_count wait_depth cluster_x cluster_y cluster_z cluster_size peer_count progress_received
   progress_armed progress_committed progress_words loads load_offset load_box_bytes load_box_smem
   load_boxes load_slices load_multicast load_vector load_copies load_row load_cg
@@ -47,6 +47,8 @@ function M.header(plan)
     ("    static constexpr unsigned empty_offset = %du;"):format(plan.empty_offset),
     ("    static constexpr unsigned smem_bytes = %du;     // with %u bytes of alignment slack"):format(plan.smem_bytes, plan.slack),
     ("    static constexpr unsigned scratch_offset = %du, scratch_bytes = %du;"):format(plan.scratch_offset, plan.scratch_bytes or 0),
+    ("    static constexpr unsigned base_offset = %du, base_align = %du;   // in a cuasync.layout: where this plan starts; the origin's alignment"):format(
+      plan.base_offset or 0, plan.base_align or plan.align),
     ("    static constexpr unsigned block = %du;"):format(plan.block),
     ("    static constexpr bool unified = %s;"):format(r.unified and "true" or "false"),
     ("    static constexpr unsigned producer_warps = %du;"):format(r.producer_warps),

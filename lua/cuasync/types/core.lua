@@ -78,10 +78,20 @@ function cuasync.sweep(spec) end
 ---@param spec table dtype, dims, strides, box, swizzle, ... (docs/reference.md "Tensor maps")
 ---@return cuasync.TensorMap
 function cuasync.tensormap(spec) end
+-- cuasync.graph(fn[, opts]) -> cuasync.Graph; its fields act on the capture open now (its builder's)
+---@class cuasync.graph_maker
+---@operator call(fun(s: cuasync.Stream, g: cuasync.GraphBuilder)): cuasync.Graph
+cuasync.graph = {}
+---@param opts? { default?: integer, name?: string }
+---@return cuasync.GraphCondition
+function cuasync.graph.condition(opts) end
+---@param c cuasync.GraphCondition
 ---@param fn fun(s: cuasync.Stream, g: cuasync.GraphBuilder)
----@param opts? { stream: cuasync.Stream?, name: string? }
----@return cuasync.Graph
-function cuasync.graph(fn, opts) end
+function cuasync.graph.while_(c, fn) end
+---@param c cuasync.GraphCondition
+---@param fn fun(s: cuasync.Stream, g: cuasync.GraphBuilder)
+---@param else_fn? fun(s: cuasync.Stream, g: cuasync.GraphBuilder)
+function cuasync.graph.if_(c, fn, else_fn) end
 ---@param fn fun()
 ---@param opts? { warmup: integer?, reps: integer?, stream: cuasync.Stream?, before: fun()?, host: boolean? }
 ---@return { median: number, min: number, max: number, mean: number, times: number[] }
