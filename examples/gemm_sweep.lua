@@ -14,7 +14,8 @@
 --   luajit examples/gemm_sweep.lua [--m 8192] [--n 8192] [--k 8192] [--stages 2,3,4] [--tiles 128x128,128x256]
 --     [--clusters 1,2] [--raster 1,16] [--epilogue tma,direct] [--schedulers persistent,stream_k,split_k]
 --     [--splits 2,4] [--out-types f32,bf16] [--pdl off,on] [--release warpgroup] [--out build]
---   luajit examples/gemm_sweep.lua --family [axes as above]: every shape of FAMILY, one table of the best each
+--   luajit examples/gemm_sweep.lua --family [--shapes 128x8192x8192,...] [axes as above]: every shape of FAMILY
+--     (or those given), one table of the best of each
 --   luajit bin/cuasync sweep examples/gemm_sweep.lua [the same, one shape] [--param stages=4,5] [--out build] ...
 package.path = (debug.getinfo(1, "S").source:match("^@(.*)/") or ".") .. "/lib/?.lua;" .. package.path
 require("example.checkout")   -- examples/lib/: this checkout's lua/ and build/ first on the paths
@@ -50,6 +51,7 @@ local o = cli.script{ sweep = true, options = {
   { "--rounds N", "interleaved rounds", default = 5 }, { "--reps N", "launches timed per round", default = 10 },
   "on its own (through cuasync sweep, the command's --out serves):",
   { "--family", "sweep every shape of the family and print one table of the best of each", alone = true },
+  { "--shapes LIST", "with --family: these shapes (MxNxK, e.g. 128x8192x8192) instead of the family's", type = "list", alone = true },
   { "--out DIR", "write NAME.csv, .json, .t4.json and two plots to DIR (made if missing)", alone = true },
 } }
 
@@ -127,7 +129,16 @@ end
 local axes = { stages = o.stages, tiles = o.tiles, clusters = o.clusters, raster = o.raster, pdl = o.pdl }
 if o.family then
   if not cuasync.sweep.main() then cli.fail("--family runs on its own: luajit examples/gemm_sweep.lua --family") end
-  require("example.gemm_family")(o, FAMILY, axes, sweep, check_cublas)
+  local shapes = FAMILY
+  if o.shapes then
+    shapes = {}
+    for _, t in ipairs(o.shapes) do
+      local sm, sn, sk = tostring(t):match("^(%d+)x(%d+)x(%d+)$")
+      if not sm then cli.fail(("--shapes takes MxNxK entries, e.g. 128x8192x8192 (got %s)"):format(tostring(t))) end
+      shapes[#shapes + 1] = { tonumber(sm), tonumber(sn), tonumber(sk) }
+    end
+  end
+  require("example.gemm_family")(o, shapes, axes, sweep, check_cublas)
   return
 end
 
