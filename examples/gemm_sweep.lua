@@ -47,6 +47,7 @@ local o = cli.script{ sweep = true, options = {
   { "--splits LIST", "split_k's k-ranges per tile", default = { 2, 4 } },
   { "--out-types LIST", "C's type: f32, bf16 (a sweep each, cuBLAS writing the same)", default = { "f32" } },
   { "--pdl LIST", "off, on: timed launches programmatic (default off; --family: off,on)", type = "list" },
+  { "--sms N", "the SM count the schedulers plan for (an H100 SXM's or H200's)", default = 132 },
   { "--release WHO", "who releases a consumed stage to the cluster (default: the plan's)", choices = { "warp", "warpgroup" } },
   { "--rounds N", "interleaved rounds", default = 5 }, { "--reps N", "launches timed per round", default = 10 },
   "on its own (through cuasync sweep, the command's --out serves):",
@@ -74,15 +75,19 @@ for _, p in ipairs(o.pdl) do
   if p ~= "off" and p ~= "on" then cli.fail(("--pdl takes off and on (got %s)"):format(tostring(p))) end
 end
 
+-- The SM count the schedulers plan for: given, the same in the compile workers (which open no
+-- device) as here.
+local SMS = o.sms
+
 local function opts(p, m, n, k, out)
   local kind, splits = p.sched:match("^(split_k):(%d+)$")
   return { stages = p.stages, tile = p.tile, m = m, n = n, k = k, cluster = p.cluster, epilogue = p.epilogue, raster = p.raster,
-           release = o.release, scheduler = kind or p.sched, splits = tonumber(splits), out = out, pdl = p.pdl == "on" }
+           release = o.release, scheduler = kind or p.sched, splits = tonumber(splits), out = out, pdl = p.pdl == "on", sms = SMS }
 end
 
 -- The sweep of one shape and output type; data() gives its inputs (made on first use).
 local function sweep(m, n, k, out, axes, data)
-  local sms = cuasync.available() and cuasync.current_device().sms or 132
+  local sms = SMS
   return cuasync.sweep{
     name = ("gemm_%dx%dx%d%s"):format(m, n, k, out == "f32" and "" or "_" .. out),
     params = { stages = axes.stages, tile = axes.tiles, cluster = axes.clusters, raster = axes.raster, epilogue = o.epilogue,
