@@ -241,7 +241,8 @@ function M.build(opts, b)
   cfg.stream, cfg.programmatic = b.stream, P.pdl or nil
   local work, flags = M.workspace(P, b.stream)
   local prepared = kern:prepare(cfg, M.args(P, b.c, work, flags))
-  local run = prepared
+  -- the closures hold work and flags (upvalues): the prepared launch keeps only their addresses
+  local run = function() local _ = work and flags; return prepared() end
   if P.sched.turnstile then   -- a new epoch each launch (docs/schedulers.md): the arguments packed again
     local ma, mb, mc = P.loads[1].map, P.loads[2].map, M.c_map(P, b.c)
     run = function() return prepared(ma, mb, mc, b.c, work, flags, m, n, k, P.sched:next_epoch()) end
@@ -265,7 +266,7 @@ function M.build(opts, b)
   local grid = type(cfg.grid) == "table" and cfg.grid[1] or cfg.grid
   local per_sm = math.ceil(grid / device.current().sms)
   return { run = run, verify = verify, poison = function() b.c:poison(b.stream) end, flops = 2 * m * n * k, dtype = "bf16", plan = P, kernel = kern,
-           config = cfg, inflight = P.tx_bytes * P.stages * per_sm, stage_inflight = P.tx_bytes * per_sm, workspace = work, flags = flags }
+           config = cfg, inflight = P.tx_bytes * P.stages * per_sm, stage_inflight = P.tx_bytes * per_sm }
 end
 
 M.helpers, M.random, M.reference, M.compare, M.cublas = ref.helpers, ref.random, ref.reference, ref.compare, ref.cublas
