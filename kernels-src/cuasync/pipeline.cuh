@@ -334,10 +334,40 @@ public:
 #if __CUDA_ARCH__ >= 900
     // Producer thread, in a cluster kernel, after its last tile: wait for the releases of the
     // last `stages` tiles, so that no peer still signals this block's barriers after it exits.
+    // With the watchdog, each release also adds to this block's progress word (release_on) by a
+    // relaxed remote red that the CTA-scope arrive after it does not order: the arrive can land
+    // first, and a block that exited then would take the red into freed shared memory. So the
+    // tail also waits until every release of the run is counted here (drain_progress).
     __device__ void producer_tail(state st) const
     {
         for (int i = 0; i < Config::stages; ++i) { producer_acquire(st); st.advance(); }
+#ifdef CUASYNC_WATCHDOG
+        if (Config::peer_count > 1) drain_progress(st.iteration - (unsigned)Config::stages);
+#endif
     }
+
+#ifdef CUASYNC_WATCHDOG
+private:
+    // Producer thread: wait until empty[s]'s progress word holds every release of `iterations`
+    // producer iterations from the start (empty_count per iteration that used stage s).
+    // ld.volatile.shared.u32 v, [a];                                      // PTX ISA 1.0, sm_10
+    __device__ void drain_progress(unsigned iterations) const
+    {
+        for (unsigned s = 0; s < (unsigned)Config::stages; ++s) {
+            const unsigned uses = iterations > s ? (iterations - 1u - s) / (unsigned)Config::stages + 1u : 0u;
+            const unsigned want = uses * Config::empty_count;
+            const unsigned word = smem_addr(progress() + Config::progress_received + s);
+            const state at{ (int)s, 0u, iterations };
+            watchdog::spin_until([&] {
+                unsigned got;
+                asm volatile("ld.volatile.shared.u32 %0, [%1];" : "=r"(got) : "r"(word) : "memory");
+                return got >= want;
+            }, this->site(this->empty(s), at, 1u));
+        }
+    }
+
+public:
+#endif
 
     // The blocks of this block's multicast line for load l (bit r: cluster rank r), and this
     // block's position along it (which slice it issues): the plan's peers (cluster.cuh).
