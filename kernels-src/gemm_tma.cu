@@ -146,17 +146,6 @@ constexpr int BASE_REGS = (65536 / Plan::block) / 8 * 8 > 248 ? 248 : (65536 / P
 constexpr int RAISED = BASE_REGS + (128 * (BASE_REGS - PRODUCER_REGS)) / (128 * CONSUMERS);
 constexpr int CONSUMER_REGS = (RAISED > 232 ? 232 : RAISED) / 8 * 8;
 
-__device__ __forceinline__ void mma(float (&d)[BN / 2], unsigned long long a, unsigned long long b, bool accumulate)
-{
-#if BN == 64
-    wg::mma_m64n64k16_bf16(d, a, b, accumulate);
-#elif BN == 128
-    wg::mma_m64n128k16_bf16(d, a, b, accumulate);
-#else
-    wg::mma_m64n256k16_bf16(d, a, b, accumulate);
-#endif
-}
-
 // The partial of a split tile in the workspace: slot t.slot holds BM x BN f32 in the consumers'
 // register order (warpgroup c's float4 q of thread tid at (c * BN / 8 + q) * 128 + tid), so that
 // each access is one coalesced 16-byte load or store per thread; only this kernel reads it.
@@ -244,7 +233,7 @@ extern "C" __global__ void __launch_bounds__(Plan::block, 1) gemm_tma(const __gr
             wg::fence();
 #pragma unroll
             for (unsigned kk = 0; kk < BK / 16; ++kk)
-                mma(acc, wg::desc_advance(a, 32u * kk), wg::desc_advance(b, 32u * kk), k > t.k_begin || kk > 0);
+                wg::mma_m64k16_bf16(acc, wg::desc_advance(a, 32u * kk), wg::desc_advance(b, 32u * kk), k > t.k_begin || kk > 0);
             wg::commit_group();
             pipe.trace_store();   // a traced build stores its timeline records while the MMAs run
             // one group in flight: the previous stage's MMAs are done, its buffers may be refilled
