@@ -53,13 +53,6 @@ constexpr int RAISED = BASE_REGS + (128 * (BASE_REGS - PRODUCER_REGS)) / (128 * 
 constexpr int CONSUMER_REGS = (RAISED > MAX_REGS ? MAX_REGS : RAISED) / 8 * 8;
 constexpr bool MOVE_REGS = CONSUMERS > 1;
 
-// S += Q K^T over one k16 step (N = KV_TILE); O += P V over one k16 step (N = D). Overloads by
-// the accumulator's size.
-__device__ __forceinline__ void mma_s(float (&d)[32], unsigned long long a, unsigned long long b, bool acc) { wg::mma_m64n64k16_bf16(d, a, b, acc); }
-__device__ __forceinline__ void mma_s(float (&d)[64], unsigned long long a, unsigned long long b, bool acc) { wg::mma_m64n128k16_bf16(d, a, b, acc); }
-__device__ __forceinline__ void mma_o(float (&d)[32], const unsigned (&a)[4], unsigned long long b) { wg::mma_rs_m64n64k16_bf16_tb(d, a, b, true); }
-__device__ __forceinline__ void mma_o(float (&d)[64], const unsigned (&a)[4], unsigned long long b) { wg::mma_rs_m64n128k16_bf16_tb(d, a, b, true); }
-
 #define NEG_INF (-__int_as_float(0x7f800000))   // -inf (no math header under NVRTC)
 
 // The max and the sum of a row over the 4 threads of a quad that hold it.
@@ -83,7 +76,7 @@ __device__ __forceinline__ void issue_s(float (&sc)[KV_TILE / 2], const unsigned
     for (unsigned kk = 0; kk < D / 16; ++kk) {
         const unsigned long long a = wg::desc_kmajor(q_smem + (kk / 4u) * Q_BOX_SMEM + c * 64u * 128u, 128u);
         const unsigned long long b = wg::desc_kmajor(k_tile + (kk / 4u) * Plan::load_box_smem[Plan::kv], 128u);
-        mma_s(sc, wg::desc_advance(a, 32u * (kk % 4u)), wg::desc_advance(b, 32u * (kk % 4u)), kk > 0);
+        wg::mma_m64k16_bf16(sc, wg::desc_advance(a, 32u * (kk % 4u)), wg::desc_advance(b, 32u * (kk % 4u)), kk > 0);
     }
     wg::commit_group();
 }
@@ -96,7 +89,7 @@ __device__ __forceinline__ void issue_o(float (&o)[D / 2], const unsigned (&p)[K
     wg::fence();
 #pragma unroll
     for (unsigned kb = 0; kb < KV_TILE / 16; ++kb)
-        mma_o(o, p[kb], wg::desc_advance(wg::desc_mnmajor(v_tile, Plan::load_box_smem[Plan::kv]), 16u * 128u * kb));
+        wg::mma_rs_m64k16_bf16_tb(o, p[kb], wg::desc_advance(wg::desc_mnmajor(v_tile, Plan::load_box_smem[Plan::kv]), 16u * 128u * kb), true);
     wg::commit_group();
 }
 

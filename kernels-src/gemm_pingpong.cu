@@ -71,17 +71,6 @@ constexpr int RAISED = BASE_REGS + (128 * (BASE_REGS - PRODUCER_REGS)) / 256;
 constexpr int CONSUMER_REGS = (RAISED > 232 ? 232 : RAISED) / 8 * 8;
 static_assert(BM * BN / 128 + 56 <= CONSUMER_REGS, "a consumer thread's accumulators leave it too few registers");
 
-__device__ __forceinline__ void mma(float (&d)[BN / 2], unsigned long long a, unsigned long long b, bool accumulate)
-{
-#if BN == 64
-    wg::mma_m64n64k16_bf16(d, a, b, accumulate);
-#elif BN == 128
-    wg::mma_m64n128k16_bf16(d, a, b, accumulate);
-#else
-    wg::mma_m64n256k16_bf16(d, a, b, accumulate);
-#endif
-}
-
 // Tile t: RASTER = g takes tiles in bands of g tile rows, down each column of the band before the
 // next (a wave shares A and B panels in L2); the last band may be shorter.
 struct tiling {
@@ -99,8 +88,12 @@ struct tiling {
 
 extern "C" __global__ void __launch_bounds__(Plan::block, 1) gemm_pingpong(const __grid_constant__ cuasync::tensormap A,
     const __grid_constant__ cuasync::tensormap B, const __grid_constant__ cuasync::tensormap Cmap, float *C,
-    unsigned M, unsigned N, unsigned K)
+    float *work, unsigned *flags, unsigned M, unsigned N, unsigned K, unsigned epoch)
 {
+    // gemm_tma.cu's arguments (kernels/gemm.lua's SIGNATURE and gemm.args), so both schedules
+    // launch alike; the turnstile's work, flags and epoch are for its split schedulers, which
+    // the ping-pong plan refuses: whole tiles only
+    (void)work; (void)flags; (void)epoch;
     Pipe pipe;
     pipe.init();
     const tiling tl(M, N);
@@ -146,7 +139,7 @@ extern "C" __global__ void __launch_bounds__(Plan::block, 1) gemm_pingpong(const
             for (unsigned kk = 0; kk < BK / 16; ++kk)
 #pragma unroll
                 for (unsigned h = 0; h < HALVES; ++h)   // rows 64 h.. of the A tile: 64 rows of 128 bytes further
-                    mma(acc[h], wg::desc_advance(a, h * 64u * 128u + 32u * kk), wg::desc_advance(b, 32u * kk), k > 0 || kk > 0);
+                    wg::mma_m64k16_bf16(acc[h], wg::desc_advance(a, h * 64u * 128u + 32u * kk), wg::desc_advance(b, 32u * kk), k > 0 || kk > 0);
             wg::commit_group();
             pipe.trace_store();   // a traced build stores its timeline records while the MMAs run
             // one group in flight: the previous stage's MMAs are done, its buffers may be refilled

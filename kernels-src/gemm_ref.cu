@@ -52,3 +52,20 @@ extern "C" __global__ void compare_f32(const float *got, const float *want, unsi
     if (bad) atomicAdd(out, bad);
     atomicMax(out + 1, __float_as_uint(worst));
 }
+
+// compare_f32 for a bf16 output (got) against the f32 reference.
+extern "C" __global__ void compare_bf16(const __nv_bfloat16 *got, const float *want, unsigned long long n, float atol,
+                                        float rtol, unsigned *out)
+{
+    unsigned bad = 0;
+    float worst = 0.f;
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+         i += (unsigned long long)gridDim.x * blockDim.x) {
+        const float d = fabsf(__bfloat162float(got[i]) - want[i]);
+        if (!(d <= atol + rtol * fabsf(want[i]))) ++bad;
+        if (d != d) worst = __int_as_float(0x7f800000);   // a NaN is the worst
+        else if (d > worst) worst = d;
+    }
+    if (bad) atomicAdd(out, bad);
+    atomicMax(out + 1, __float_as_uint(worst));
+}

@@ -1,23 +1,41 @@
-// gemm_tma.cu — C = A * B^T (A: M x K, B: N x K, both bf16 row-major; C: M x N, f32), a Hopper
-// mainloop on a cuasync.pipeline plan named "gemm" (<cuasync/pipelines/gemm.cuh>): two tensor-map
-// loads a stage (an A tile BM x 64 and a B tile BN x 64, 128B swizzle), one producer warpgroup
-// (one thread issues the loads; the warpgroup gives its registers to the consumers with
+// gemm_tma.cu — C = A * B^T (A: M x K, B: N x K, both bf16 row-major; C: M x N, f32 or bf16), a
+// Hopper mainloop on a cuasync.pipeline plan named "gemm" (<cuasync/pipelines/gemm.cuh>): two
+// tensor-map loads a stage (an A tile BM x 64 and a B tile BN x 64, 128B swizzle), one producer
+// warpgroup (one thread issues the loads; the warpgroup gives its registers to the consumers with
 // setmaxnreg) and BM / 64 consumer warpgroups, each computing a 64 x BN slice with wgmma
 // (m64nBNk16, A and B from shared memory). No byte count, stage count or shared-memory offset is
-// written here: the plan's config holds them. Persistent: blocks take output tiles round-robin.
+// written here: the plan's config holds them. Persistent: the blocks walk the units (a tile and
+// its k-tiles) of a cuasync.scheduler named "gemm_sched" (<cuasync/schedulers/gemm_sched.cuh>,
+// scheduler.cuh's walk<Config>): persistent (whole tiles, raster bands), stream-K or split-K.
+// Where a tile's k loop is cut, its partial sums meet in k order through the turnstile
+// (turnstile.cuh, group forms over the consumer warpgroups: the producer never reaches the fix-up):
+// an f32 partial of BM x BN per split tile in `work`, a flag per split tile in `flags`, the launch's
+// `epoch` (sched:next_epoch()).
 //   CLUSTER = 2: the two blocks of a cluster compute neighbouring tiles along N that share their A
-//     tile; each loads half of it (the map's box: BM / 2 rows) and multicasts it to both.
+//     tile; each loads half of it (the map's box: BM / 2 rows) and multicasts it to both. The
+//     scheduler's tile is then the pair (BM x 2 BN): rank r takes the r-th half.
 //   EPILOGUE = 1: C goes out through TMA stores of 64 x 32 chunks staged in the plan's scratch
-//     region (one 8 KiB chunk buffer per consumer warpgroup); 0: each thread stores its
-//     accumulators. The loads' out-of-bounds fill is zero; both epilogues store only inside C.
-// The device headers first, the plan's header last: the shared block is what a sweep's compile
-// workers precompile once (NVRTC's automatic PCH), the plan differs per variant.
+//     region (one chunk buffer per consumer warpgroup); 0: each thread stores its accumulators.
+//     The loads' out-of-bounds fill is zero; both epilogues store only inside C.
+//   OUT_BF16 = 1: C is bf16 (each accumulator rounded to nearest even); 0: f32.
+//   PDL = 1: every thread waits for the grid before it on the stream (griddepcontrol.wait) before
+//     its first global access, and each block lets the next grid launch once its last mainloop is
+//     done (launch with programmatic = true); 0: neither.
+// The device headers first, the plan's and the scheduler's headers last: the shared block is what
+// a sweep's compile workers precompile once (NVRTC's automatic PCH), the plans differ per variant.
 #include <cuasync/pipeline.cuh>
 #include <cuasync/tma.cuh>
 #include <cuasync/bulk.cuh>
 #include <cuasync/wgmma.cuh>
 #include <cuasync/warpgroup.cuh>
+#include <cuasync/pdl.cuh>
+#include <cuasync/scheduler.cuh>
+#include <cuasync/turnstile.cuh>
+#if OUT_BF16
+#include <cuda_bf16.h>
+#endif
 #include <cuasync/pipelines/gemm.cuh>
+#include <cuasync/schedulers/gemm_sched.cuh>
 
 #ifndef BM
 #define BM 128
@@ -30,6 +48,12 @@
 #endif
 #ifndef EPILOGUE
 #define EPILOGUE 1
+#endif
+#ifndef OUT_BF16
+#define OUT_BF16 0
+#endif
+#ifndef PDL
+#define PDL 0
 #endif
 #ifndef MULTICAST
 #define MULTICAST (CLUSTER > 1)   // 0 with CLUSTER = 2: each block loads its whole A tile itself
@@ -48,7 +72,15 @@ extern "C" __device__ unsigned long long gemm_trace[1024 * 4];
 
 typedef cuasync::pipelines::gemm Plan;
 typedef cuasync::pipeline<Plan> Pipe;
+typedef cuasync::schedulers::gemm_sched Sched;
 namespace wg = cuasync::wgmma;
+namespace sch = cuasync::scheduler;
+namespace ts = cuasync::turnstile;
+#if OUT_BF16
+typedef __nv_bfloat16 out_t;
+#else
+typedef float out_t;
+#endif
 
 // The consumers' release of a stage. SERIAL_RELEASE and RELEASE_CLUSTER (ablation) build the
 // forms the library had before, to measure them against its own (examples/gemm_ablation.lua):
@@ -90,7 +122,16 @@ static_assert(Plan::load_box_bytes[Plan::a] * SLICES == BM * BK * 2 && Plan::loa
               "the plan's loads are the BM x 64 A tile (in CLUSTER slices when multicast) and the BN x 64 B tile, bf16");
 static_assert(Plan::cluster_size == CLUSTER && Plan::load_slices[Plan::a] == SLICES,
               "the plan's cluster is CLUSTER along x, A multicast when MULTICAST");
-static_assert(!EPILOGUE || Plan::scratch_bytes >= CONSUMERS * 64 * CHUNK_COLS * 4, "the TMA epilogue needs its scratch");
+static_assert(!EPILOGUE || Plan::scratch_bytes >= CONSUMERS * 64 * CHUNK_COLS * sizeof(out_t), "the TMA epilogue needs its scratch");
+static_assert(Sched::bm == BM && Sched::bn == BN * CLUSTER && Sched::bk == BK,
+              "the scheduler's tile is the block's (a cluster's pair of tiles along N with CLUSTER = 2)");
+static_assert(CLUSTER == 1 || Sched::kind == sch::persistent, "a cluster pairs whole tiles: the persistent walk only");
+static_assert(!(Sched::kind == sch::split_k && Sched::mode == sch::reduce), "split-K's partials meet through the turnstile (mode serial)");
+// The turnstile's kinds: the consumer warpgroups do the fix-up over this named barrier (1..CONSUMERS
+// are the epilogue's warpgroup barriers); thread 128, the first consumer, spins and stores.
+constexpr bool TURNSTILE = Sched::slots > 0;
+constexpr unsigned FIXUP_BARRIER = 8u;
+static_assert(CONSUMERS < FIXUP_BARRIER, "the fix-up's named barrier is none of the warpgroups'");
 // Registers: every thread starts with what __launch_bounds__(block, 1) gives (65536 / block,
 // down to a multiple of 8); the producer warpgroup drops to PRODUCER_REGS, and the consumers may take only
 // what it released (setmaxnreg.inc waits for free registers in the block: asking for more hangs).
@@ -105,61 +146,46 @@ constexpr int BASE_REGS = (65536 / Plan::block) / 8 * 8 > 248 ? 248 : (65536 / P
 constexpr int RAISED = BASE_REGS + (128 * (BASE_REGS - PRODUCER_REGS)) / (128 * CONSUMERS);
 constexpr int CONSUMER_REGS = (RAISED > 232 ? 232 : RAISED) / 8 * 8;
 
-__device__ __forceinline__ void mma(float (&d)[BN / 2], unsigned long long a, unsigned long long b, bool accumulate)
+// The partial of a split tile in the workspace: slot t.slot holds BM x BN f32 in the consumers'
+// register order (warpgroup c's float4 q of thread tid at (c * BN / 8 + q) * 128 + tid), so that
+// each access is one coalesced 16-byte load or store per thread; only this kernel reads it.
+__device__ __forceinline__ float4 *partial_of(float *work, const sch::work &t, unsigned c, unsigned tid)
 {
-#if BN == 64
-    wg::mma_m64n64k16_bf16(d, a, b, accumulate);
-#elif BN == 128
-    wg::mma_m64n128k16_bf16(d, a, b, accumulate);
-#else
-    wg::mma_m64n256k16_bf16(d, a, b, accumulate);
-#endif
+    return reinterpret_cast<float4 *>(work) + (size_t)t.slot * (BM * BN / 4) + c * (BN / 8) * 128u + tid;
 }
 
-// Tile t of the block: its row and column. With CLUSTER = 2 the cluster takes pairs of tiles
-// along N (the same A rows); rank r takes the r-th of the pair. RASTER = g: tiles go in bands of
-// g tile rows, down each column of the band before the next column (a wave then shares A panels
-// across g rows and B panels across its columns in L2); the last band may be shorter.
-#ifndef RASTER
-#define RASTER 1
-#endif
-struct tiling {
-    unsigned tiles_m, tiles_n, pairs_n, count;
-    __device__ tiling(unsigned M, unsigned N)
-        : tiles_m((M + BM - 1) / BM), tiles_n((N + BN - 1) / BN), pairs_n((tiles_n + CLUSTER - 1) / CLUSTER),
-          count(tiles_m * pairs_n) {}
-    __device__ void at(unsigned t, unsigned rank, unsigned &m0, unsigned &n0) const
-    {
-        const unsigned first = (t / (RASTER * pairs_n)) * RASTER;
-        const unsigned rows = tiles_m - first < RASTER ? tiles_m - first : RASTER;
-        const unsigned w = t - first * pairs_n;
-        m0 = (first + w % rows) * BM;
-        n0 = ((w / rows) * CLUSTER + rank) * BN;
-    }
-};
+// Is this unit the last of the block's walk? (a copy of the walk, one step on)
+__device__ __forceinline__ bool last_unit(const sch::walk<Sched> &w)
+{
+    sch::walk<Sched> peek = w;
+    sch::work u;
+    return !peek.next(u);
+}
 
 extern "C" __global__ void __launch_bounds__(Plan::block, 1) gemm_tma(const __grid_constant__ cuasync::tensormap A,
-    const __grid_constant__ cuasync::tensormap B, const __grid_constant__ cuasync::tensormap Cmap, float *C,
-    unsigned M, unsigned N, unsigned K)
+    const __grid_constant__ cuasync::tensormap B, const __grid_constant__ cuasync::tensormap Cmap, out_t *C,
+    float *work, unsigned *flags, unsigned M, unsigned N, unsigned K, unsigned epoch)
 {
     Pipe pipe;
     pipe.init();
-    const tiling tl(M, N);
-    const unsigned kt = (K + BK - 1) / BK;
+#if PDL
+    cuasync::pdl::wait();   // the grid before this one has written what this one reads (and C)
+#endif
+    (void)K;
 #if CLUSTER > 1
     const unsigned rank = cuasync::cluster::rank(), first = blockIdx.x / CLUSTER, step = gridDim.x / CLUSTER;
 #else
     const unsigned rank = 0, first = blockIdx.x, step = gridDim.x;
 #endif
+    sch::walk<Sched> w(first, step);
     const unsigned group = threadIdx.x / 128u;
     if (group == 0) {
         wg::setmaxnreg_dec<PRODUCER_REGS>();
         if (!pipe.is_producer_thread()) return;
         auto st = pipe.producer_start();
-        for (unsigned t = first; t < tl.count; t += step) {
-            unsigned m0, n0;
-            tl.at(t, rank, m0, n0);
-            for (unsigned k = 0; k < kt; ++k, st.advance()) {
+        for (sch::work t; w.next(t);) {
+            const unsigned m0 = t.m0, n0 = t.n0 + rank * BN;
+            for (unsigned k = t.k_begin; k < t.k_end; ++k, st.advance()) {
                 pipe.producer_acquire(st);
                 pipe.producer_expect(st);
 #if MULTICAST && defined(A_LEADER)
@@ -176,6 +202,9 @@ extern "C" __global__ void __launch_bounds__(Plan::block, 1) gemm_tma(const __gr
                 cuasync::tma::load(pipe.buffer(st, Plan::b), &B, pipe.full_barrier(st), (int)(k * BK), (int)n0);
             }
         }
+#if PDL
+        cuasync::pdl::launch_dependents();   // every load issued
+#endif
 #if CLUSTER > 1
         pipe.producer_tail(st);   // no block leaves while its peer still releases into it
 #endif
@@ -190,30 +219,54 @@ extern "C" __global__ void __launch_bounds__(Plan::block, 1) gemm_tma(const __gr
 #endif
     float acc[BN / 2];
 #if EPILOGUE
-    float *chunk = reinterpret_cast<float *>(pipe.scratch()) + c * 64u * CHUNK_COLS;
+    out_t *chunk = reinterpret_cast<out_t *>(pipe.scratch()) + c * 64u * CHUNK_COLS;
 #endif
-    for (unsigned t = first; t < tl.count; t += step) {
-        unsigned m0, n0;
-        tl.at(t, rank, m0, n0);
+    const ts::group fix{ FIXUP_BARRIER, 128u * CONSUMERS, threadIdx.x == 128u };
+    (void)fix; (void)work; (void)flags; (void)epoch;
+    for (sch::work t; w.next(t);) {
+        const unsigned m0 = t.m0, n0 = t.n0 + rank * BN;
         auto prev = st;
-        for (unsigned k = 0; k < kt; ++k) {
+        for (unsigned k = t.k_begin; k < t.k_end; ++k) {
             pipe.consumer_wait(st);
             const unsigned long long a = wg::desc_kmajor(pipe.buffer(st, Plan::a) + c * 64u * 128u, 128u);
             const unsigned long long b = wg::desc_kmajor(pipe.buffer(st, Plan::b), 128u);
             wg::fence();
 #pragma unroll
             for (unsigned kk = 0; kk < BK / 16; ++kk)
-                mma(acc, wg::desc_advance(a, 32u * kk), wg::desc_advance(b, 32u * kk), k > 0 || kk > 0);
+                wg::mma_m64k16_bf16(acc, wg::desc_advance(a, 32u * kk), wg::desc_advance(b, 32u * kk), k > t.k_begin || kk > 0);
             wg::commit_group();
             pipe.trace_store();   // a traced build stores its timeline records while the MMAs run
             // one group in flight: the previous stage's MMAs are done, its buffers may be refilled
             wg::wait_group<1>();
-            if (k > 0) release(pipe, prev);
+            if (k > t.k_begin) release(pipe, prev);
             prev = st;
             st.advance();
         }
         wg::wait_group<0>();
         release(pipe, prev);
+#if PDL
+        if (last_unit(w)) cuasync::pdl::launch_dependents();   // this block's last mainloop is done
+#endif
+        if (TURNSTILE && (t.wait || t.publish)) {
+            // the k-ranges of this tile before this one have added their sums into its partial: add it
+            float4 *part = partial_of(work, t, c, tid);
+            if (t.wait) {
+                ts::group_wait(flags, epoch, t, fix);
+#pragma unroll
+                for (unsigned q = 0; q < BN / 8; ++q) {
+                    const float4 v = __ldcg(part + q * 128u);
+                    acc[4 * q] += v.x; acc[4 * q + 1] += v.y; acc[4 * q + 2] += v.z; acc[4 * q + 3] += v.w;
+                }
+            }
+            if (t.publish) {   // hand the sum to the next k-range; the tile's output is not this unit's
+#pragma unroll
+                for (unsigned q = 0; q < BN / 8; ++q)
+                    __stcg(part + q * 128u, make_float4(acc[4 * q], acc[4 * q + 1], acc[4 * q + 2], acc[4 * q + 3]));
+                ts::group_publish(flags, epoch, t, fix);
+                continue;
+            }
+            ts::group_reset(flags, t, fix);   // every consumer has read the partial: the flag back to 0
+        }
 #if defined(TRACE)
         ++tiles_done;
 #endif
@@ -227,12 +280,26 @@ extern "C" __global__ void __launch_bounds__(Plan::block, 1) gemm_tma(const __gr
             cuasync::warpgroup::sync(1u + c);   // consumer warpgroup c: named barrier 1 + c
 #pragma unroll
             for (unsigned i = j * (CHUNK_COLS / 2); i < (j + 1) * (CHUNK_COLS / 2); ++i)
-                chunk[wg::acc_row(i, tid) * CHUNK_COLS + wg::acc_col(i, tid) - j * CHUNK_COLS] = acc[i];
+                chunk[wg::acc_row(i, tid) * CHUNK_COLS + wg::acc_col(i, tid) - j * CHUNK_COLS] = (out_t)acc[i];
             cuasync::bulk::fence_proxy_async_shared();   // these writes, then the async proxy reads them
             cuasync::warpgroup::sync(1u + c);   // consumer warpgroup c: named barrier 1 + c
             if (tid == 0) {
                 cuasync::tma::store(&Cmap, chunk, (int)(n0 + j * CHUNK_COLS), (int)row0);
                 cuasync::bulk::commit_group();
+            }
+        }
+#elif OUT_BF16
+        // accumulators i, i + 1 (i even) are neighbouring columns: one 4-byte store of the pair
+        // where both are inside C and the pair is 4-byte aligned (N even), else one at a time
+#pragma unroll
+        for (unsigned i = 0; i < BN / 2; i += 2) {
+            const unsigned r = row0 + wg::acc_row(i, tid), col = n0 + wg::acc_col(i, tid);
+            if (r >= M) continue;
+            if (N % 2u == 0u && col + 1u < N)
+                *reinterpret_cast<__nv_bfloat162 *>(C + (size_t)r * N + col) = __floats2bfloat162_rn(acc[i], acc[i + 1]);
+            else {
+                if (col < N) C[(size_t)r * N + col] = (out_t)acc[i];
+                if (col + 1u < N) C[(size_t)r * N + col + 1u] = (out_t)acc[i + 1];
             }
         }
 #else

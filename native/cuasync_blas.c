@@ -15,8 +15,9 @@ typedef int (*gemmex_fn)(void *handle, int transa, int transb, int m, int n, int
 
 enum { OP_N = 0, OP_T = 1, R_32F = 0, R_16BF = 14, COMPUTE_32F = 68, GEMM_DEFAULT = -1 };
 
-int cuasync_blas_gemm_bf16_tn(unsigned long long a, unsigned long long b, unsigned long long c, int m, int n, int k,
-                              char *err, size_t errlen)
+/* C = A * B^T with C of type ctype (R_32F or R_16BF): one handle, cuBLAS resolved on first use. */
+static int gemm_tn(unsigned long long a, unsigned long long b, unsigned long long c, int m, int n, int k, int ctype,
+                   char *err, size_t errlen)
 {
     static void *handle;
     static gemmex_fn gemmex;
@@ -38,9 +39,21 @@ int cuasync_blas_gemm_bf16_tn(unsigned long long a, unsigned long long b, unsign
         }
     }
     rc = gemmex(handle, OP_T, OP_N, n, m, k, &alpha, (const void *)(size_t)b, R_16BF, k, (const void *)(size_t)a,
-                R_16BF, k, &beta, (void *)(size_t)c, R_32F, n, COMPUTE_32F, GEMM_DEFAULT);
+                R_16BF, k, &beta, (void *)(size_t)c, ctype, n, COMPUTE_32F, GEMM_DEFAULT);
     if (rc != 0)
-        return cuasync_fail(err, errlen, CUASYNC_E_NOBLAS, "cublasGemmEx(%d x %d x %d, bf16 -> f32) failed (status %d)",
-                            m, n, k, rc);
+        return cuasync_fail(err, errlen, CUASYNC_E_NOBLAS, "cublasGemmEx(%d x %d x %d, bf16 -> %s) failed (status %d)",
+                            m, n, k, ctype == R_16BF ? "bf16" : "f32", rc);
     return CUASYNC_OK;
+}
+
+int cuasync_blas_gemm_bf16_tn(unsigned long long a, unsigned long long b, unsigned long long c, int m, int n, int k,
+                              char *err, size_t errlen)
+{
+    return gemm_tn(a, b, c, m, n, k, R_32F, err, errlen);
+}
+
+int cuasync_blas_gemm_bf16_tn_bf16(unsigned long long a, unsigned long long b, unsigned long long c, int m, int n, int k,
+                                   char *err, size_t errlen)
+{
+    return gemm_tn(a, b, c, m, n, k, R_16BF, err, errlen);
 }

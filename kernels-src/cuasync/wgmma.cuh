@@ -163,6 +163,30 @@ CUASYNC_REFUSE("wgmma::", mma_rs_m64n128k16_bf16_tb, CUASYNC_SM90A)
 CUASYNC_REFUSE("wgmma::", pack_bf16x2, CUASYNC_SM90A)
 #endif
 
+// The m64nNk16 MMA (A and B from shared memory) whose N the accumulators give: 32 registers a
+// thread N = 64, 64 N = 128, 128 N = 256; a kernel whose tile width is a define calls one name.
+__device__ __forceinline__ void mma_m64k16_bf16(float (&d)[32], unsigned long long a, unsigned long long b, bool accumulate)
+{
+    mma_m64n64k16_bf16(d, a, b, accumulate);
+}
+__device__ __forceinline__ void mma_m64k16_bf16(float (&d)[64], unsigned long long a, unsigned long long b, bool accumulate)
+{
+    mma_m64n128k16_bf16(d, a, b, accumulate);
+}
+__device__ __forceinline__ void mma_m64k16_bf16(float (&d)[128], unsigned long long a, unsigned long long b, bool accumulate)
+{
+    mma_m64n256k16_bf16(d, a, b, accumulate);
+}
+// The same for A from registers and B MN-major (N = 64 or 128).
+__device__ __forceinline__ void mma_rs_m64k16_bf16_tb(float (&d)[32], const unsigned (&a)[4], unsigned long long b, bool accumulate)
+{
+    mma_rs_m64n64k16_bf16_tb(d, a, b, accumulate);
+}
+__device__ __forceinline__ void mma_rs_m64k16_bf16_tb(float (&d)[64], const unsigned (&a)[4], unsigned long long b, bool accumulate)
+{
+    mma_rs_m64n128k16_bf16_tb(d, a, b, accumulate);
+}
+
 // (an empty asm with each register as a "+" operand: no instruction)    // PTX ISA 1.0, sm_10
 // The compiler may not move reads or writes of these registers across this point
 // (CUTLASS's warpgroup_fence_operand). After wait_group: accumulators read then are the MMA's

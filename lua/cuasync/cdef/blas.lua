@@ -5,6 +5,8 @@ require("cuasync.cdef.core")
 local declarations = [[
 int cuasync_blas_gemm_bf16_tn(unsigned long long a, unsigned long long b, unsigned long long c, int m, int n, int k,
                               char *err, size_t errlen);
+int cuasync_blas_gemm_bf16_tn_bf16(unsigned long long a, unsigned long long b, unsigned long long c, int m, int n, int k,
+                                   char *err, size_t errlen);
 ]]
 
 ffi.cdef(declarations)

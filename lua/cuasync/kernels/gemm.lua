@@ -1,26 +1,28 @@
 -- Drivers of the project's GEMM kernels: kernels-src/gemm_tma.cu (TMA + wgmma on a
--- cuasync.pipeline plan) and kernels-src/gemm_ref.cu (a simple correct reference, random bf16 data
--- and a device-side comparison). C = A * B^T with A: M x K, B: N x K bf16 row-major, C: M x N f32.
+-- cuasync.pipeline plan, its tiles walked by a cuasync.scheduler) and kernels-src/gemm_ref.cu (a
+-- simple correct reference, random bf16 data and a device-side comparison: kernels/gemm_ref.lua).
+-- C = A * B^T with A: M x K, B: N x K bf16 row-major, C: M x N f32 (or bf16: out = "bf16").
 --   local P = gemm.plan{ stages = 4, bm = 128, bn = 128, m = M, n = N, k = K, a = bufA, b = bufB,
---                        cluster = 1 | 2, epilogue = "tma" | "direct" }
---   local k = gemm.kernel(P)          -- compiled for the plan (BM, BN, CLUSTER, EPILOGUE as defines)
---   k:launch(gemm.launch_config(P, dev, m, n), P.loads[1].map, P.loads[2].map, gemm.c_map(P, C), C, m, n, k)
+--                        cluster = 1 | 2, epilogue = "tma" | "direct", scheduler = "persistent" | "stream_k" | "split_k",
+--                        splits = n, out = "f32" | "bf16", pdl = false | true }
+--   local k = gemm.kernel(P)          -- compiled for the plan (BM, BN, CLUSTER, EPILOGUE, ... as defines)
+--   local work, flags = gemm.workspace(P)   -- the turnstile's (stream-K, split-K); zeroed flags
+--   k:launch(gemm.launch_config(P, dev, m, n, k), gemm.args(P, C, work, flags))
 -- cluster = 2: the two blocks of a cluster share the A tile (each loads half, multicast);
 -- epilogue = "tma": C leaves through TMA stores of 64 x 32 chunks staged in the plan's scratch
--- (n a multiple of 4: a store map's rows are whole 16-byte units); "direct": plain stores.
-local ffi = require("ffi")
+-- (a row of C whole 16-byte units: n a multiple of 4 for f32, 8 for bf16); "direct": plain stores.
+-- The scheduler axis is kernels/gemm_sched.lua's; docs/kernels.md says what each choice does.
 local bit = require("bit")
 local pipeline = require("cuasync.pipeline")
-local program = require("cuasync.program")
 local tensormap = require("cuasync.tensormap")
 local rules = require("cuasync.model.launch_rules")
 local device = require("cuasync.device")
-local native = require("cuasync.native")
 local buffer = require("cuasync.buffer")
 local util = require("cuasync.util")
 local swizzle = require("cuasync.model.swizzle")
 local pingpong = require("cuasync.kernels.gemm_pingpong")
-require("cuasync.cdef.blas")
+local sched = require("cuasync.kernels.gemm_sched")
+local ref = require("cuasync.kernels.gemm_ref")
 
 local M = {}
 M.BK = 64
@@ -43,7 +45,10 @@ local function map(buf, rows, k, box_rows)
     encode = buf ~= nil, dtype = "bf16", dims = { k, rows }, box = { M.BK, box_rows }, swizzle = "128B", load_only = true }
 end
 
-M.CHUNK_COLS = 32   -- the TMA epilogue's 64 x 32 f32 chunks (kernels-src/gemm_tma.cu)
+M.CHUNK_COLS = 32   -- the TMA epilogue's 64 x 32 chunks of C (kernels-src/gemm_tma.cu)
+M.SCHEDULERS = sched.KINDS
+M.OUTS = { "f32", "bf16" }
+M.TOLERANCE = ref.TOLERANCE   -- verify's, per output type
 M.TRACE_NAMES = { [1] = "epilogue" }   -- gemm_tma.cu's trace ranges: trace = { names = gemm.TRACE_NAMES }
 -- The consumers' release form unless a plan names one: one arrival per consumer warpgroup per
 -- block (valid here: a warpgroup is done with a stage when its wgmma.wait_group returns). On the
@@ -52,8 +57,13 @@ M.TRACE_NAMES = { [1] = "epilogue" }   -- gemm_tma.cu's trace ranges: trace = { 
 M.RELEASE = "warpgroup"
 
 -- gemm.plan{ stages, bm, bn | tile = "BMxBN", m, n, k[, a, b, cluster, epilogue, release, multicast,
--- ablate] }: the pipeline: loads A (in `cluster` multicast slices) and B tiles; one producer
--- warpgroup; bm / 64 consumer warpgroups; the TMA epilogue's scratch.
+-- raster, scheduler, splits, mode, sms, out, pdl, ablate] }: the pipeline: loads A (in `cluster`
+-- multicast slices) and B tiles; one producer warpgroup; bm / 64 consumer warpgroups; the TMA
+-- epilogue's scratch. P.sched: the scheduler (kernels/gemm_sched.lua) of scheduler, splits, mode
+-- and sms (default: the open device's SM count, else 132).
+--   out: C's type, "f32" (default) or "bf16". pdl = true: the kernel waits for the grid before it
+--     (griddepcontrol.wait) and lets the next one launch after its last mainloop; gemm.build's
+--     launches then go with programmatic = true.
 --   release: the pipeline's release form ("warpgroup" | "warp"; see cuasync.pipeline).
 --   multicast = false with cluster = 2: each block loads its whole A tile (no multicast): the
 --     cluster's scheduling without the sharing, a rung of the ablation.
@@ -82,9 +92,13 @@ function M.plan(o)
   if epilogue ~= "tma" and epilogue ~= "direct" then
     util.fail("gemm", ('epilogue must be "tma" or "direct" (got %s)'):format(util.describe(epilogue)))
   end
-  if epilogue == "tma" and o.n % 4 ~= 0 then
-    util.fail("gemm", ('epilogue "tma" needs n a multiple of 4 (a TMA store writes whole 16-byte units of a row; n = %d): use epilogue = "direct"'):format(o.n))
+  local out = o.out or "f32"
+  if out ~= "f32" and out ~= "bf16" then sched.fail(('out must be "f32" or "bf16" (got %s)'):format(util.describe(out))) end
+  local per = 16 / ref.OUT_BYTES[out]
+  if epilogue == "tma" and o.n % per ~= 0 then
+    sched.fail(('epilogue "tma" needs n a multiple of %d for out = "%s" (a TMA store writes whole 16-byte units of a row; n = %d): use epilogue = "direct"'):format(per, out, o.n))
   end
+  if o.pdl ~= nil and type(o.pdl) ~= "boolean" then sched.fail(("pdl must be true or false (got %s)"):format(util.describe(o.pdl))) end
   local multicast = o.multicast
   if multicast == nil then multicast = cluster > 1 end
   if type(multicast) ~= "boolean" then util.fail("gemm", ("multicast must be true or false (got %s)"):format(util.describe(multicast))) end
@@ -98,9 +112,14 @@ function M.plan(o)
     util.fail("gemm", ('schedule must be "cooperative" or "pingpong" (got %s)'):format(util.describe(schedule)))
   end
   local consumers = o.bm / 64
+  local S = sched.new(o, o.bm, o.bn, cluster, M.BK, raster)   -- before the maps: its refusals need no buffer
   local slices = multicast and cluster or 1
   local P
   if schedule == "pingpong" then   -- its own plan (kernels/gemm_pingpong.lua), from the options checked above
+    if S.kind ~= "persistent" or out ~= "f32" or o.pdl then
+      sched.fail(('schedule "pingpong" is built for whole tiles (scheduler = "persistent"), f32 out and pdl off (got scheduler = "%s", out = "%s", pdl = %s)'):format(
+        S.kind, out, tostring(o.pdl == true)))
+    end
     P = pingpong.plan(setmetatable({ epilogue = epilogue, multicast = multicast, ablate = ablate, release = o.release or M.RELEASE },
       { __index = o }), map, M.CHUNK_COLS)
   else
@@ -108,10 +127,11 @@ function M.plan(o)
       loads = { { map = map(o.a, o.m, o.k, o.bm / slices), name = "a" }, { map = map(o.b, o.n, o.k, o.bn), name = "b" } },
       multicast = multicast and { a = "x" } or nil, cluster = cluster > 1 and { cluster, 1, 1 } or nil,
       producer = { warps = 4 }, consumer = { warps = 4 * consumers }, release = o.release or M.RELEASE,
-      scratch = epilogue == "tma" and consumers * 64 * M.CHUNK_COLS * 4 or nil }
+      scratch = epilogue == "tma" and consumers * 64 * M.CHUNK_COLS * ref.OUT_BYTES[out] or nil }
   end
-  P.bm, P.bn, P.cluster_blocks, P.epilogue, P.m, P.n = o.bm, o.bn, cluster, epilogue, o.m, o.n
-  P.multicast, P.ablate, P.raster, P.schedule = multicast, ablate, raster, schedule
+  P.bm, P.bn, P.cluster_blocks, P.epilogue, P.m, P.n, P.k = o.bm, o.bn, cluster, epilogue, o.m, o.n, o.k
+  P.multicast, P.ablate, P.raster, P.sched, P.out, P.pdl = multicast, ablate, raster, S, out, o.pdl == true
+  P.schedule = schedule
   return P
 end
 
@@ -130,42 +150,55 @@ function M.program(P, opts)
   for k, v in pairs(opts or {}) do spec[k] = v end
   spec.file = P.kernel_file or "gemm_tma.cu"
   spec.defines = { BM = P.bm, BN = P.bn, CLUSTER = P.cluster_blocks, EPILOGUE = P.epilogue == "tma" and 1 or 0,
-                   MULTICAST = P.multicast and 1 or 0, RASTER = P.raster or 1, BK = M.BK, CHUNK_COLS = M.CHUNK_COLS }
+                   MULTICAST = P.multicast and 1 or 0, BK = M.BK, CHUNK_COLS = M.CHUNK_COLS,
+                   OUT_BF16 = P.out == "bf16" and 1 or 0, PDL = P.pdl and 1 or 0 }
+  if P.schedule == "pingpong" then spec.defines.RASTER = P.raster end   -- gemm_pingpong.cu walks its own tiles
+  for k, v in pairs(P.sched:defines()) do spec.defines[k] = v end
+  local headers = {}
+  for k, v in pairs(spec.headers or {}) do headers[k] = v end
+  for k, v in pairs(P.sched:headers()) do headers[k] = v end
+  spec.headers = headers
   for k, v in pairs(P.ablate or {}) do
     if v then spec.defines[M.ABLATE[k]] = 1 end
   end
   return P:program(spec)
 end
 
+M.SIGNATURE = "tensormap, tensormap, tensormap, ptr, ptr, ptr, u32, u32, u32, u32"   -- A, B, C's map, C, work, flags, m, n, k, epoch
 -- gemm.kernel(P[, program fields]): compiled; the fields as gemm.program's (watchdog = false, ...).
 function M.kernel(P, fields)
   P = plan_of(P)
-  return M.program(P, fields):compile():kernel(P.kernel_entry or "gemm_tma", "tensormap, tensormap, tensormap, ptr, u32, u32, u32")
+  return M.program(P, fields):compile():kernel(P.kernel_entry or "gemm_tma", M.SIGNATURE)
 end
 
--- The map the TMA epilogue stores C through (m x n f32, boxes of 32 x 64); for the direct
+-- The map the TMA epilogue stores C through (m x n of P.out, boxes of 32 x 64); for the direct
 -- epilogue, a 1D map of C only passed along (never stored through; any n).
 function M.c_map(P, c)
+  local dtype = P.out or "f32"
   if P.epilogue ~= "tma" then
-    return tensormap.new{ buffer = c, dtype = "f32", dims = { P.m * P.n }, box = { M.CHUNK_COLS }, load_only = true }
+    return tensormap.new{ buffer = c, dtype = dtype, dims = { P.m * P.n }, box = { M.CHUNK_COLS }, load_only = true }
   end
-  return tensormap.new{ buffer = c, dtype = "f32", dims = { P.n, P.m }, box = { M.CHUNK_COLS, 64 } }
+  return tensormap.new{ buffer = c, dtype = dtype, dims = { P.n, P.m }, box = { M.CHUNK_COLS, 64 } }
 end
 
--- A persistent grid: at most one block per SM, at most one per tile (a cluster's pair of tiles);
--- with clusters, at most as many as can be co-resident (kernel:max_active_clusters): a persistent
--- grid larger than that would run a second wave.
+M.workspace = sched.workspace   -- gemm.workspace(P[, stream]) -> work, flags
+
+-- The kernel's arguments for plan P writing c, with the turnstile's work and flags (gemm.workspace),
+-- and the next epoch: one call per launch.
+function M.args(P, c, work, flags)
+  return P.loads[1].map, P.loads[2].map, M.c_map(P, c), c, work, flags, P.m, P.n, P.k, sched.epoch(P)
+end
+
+-- A persistent grid: at most one block per SM, at most one per unit of the scheduler (a
+-- cluster's pair of tiles); with clusters, at most as many as can be co-resident
+-- (kernel:max_active_clusters): a persistent grid larger than that would run a second wave. m and
+-- n are the plan's (kept for the callers that pass them).
 function M.launch_config(P, dev, m, n, kernel)
-  local c = P.cluster_blocks or 1
-  local units = math.ceil(m / P.bm) * math.ceil(math.ceil(n / P.bn) / c)
-  local slots = math.floor(dev.sms / c)
-  local cfg = P:check(dev):launch_config{ grid = c * math.min(slots, units) }
-  if c > 1 and kernel then
-    local active = kernel:max_active_clusters(cfg)
-    if active < 1 then util.fail("gemm", ("no cluster of %d blocks of this plan can be resident"):format(c)) end
-    cfg.grid = c * math.min(active, units)
+  if (m and m ~= P.m) or (n and n ~= P.n) then
+    util.fail("gemm", ("launch_config's m x n = %s x %s is not the plan's %d x %d (the scheduler's walk is the plan's)"):format(
+      tostring(m), tostring(n), P.m, P.n))
   end
-  return cfg
+  return sched.launch_config(P, dev, kernel)
 end
 
 -- The limits a plan is pruned with: the open device's, else sm_90's (launch_rules.limits_of).
@@ -188,9 +221,12 @@ end
 
 -- gemm.build(plan options (and watchdog = false | {...}), { a = buf, b = buf, c = buf[, ref = buf] }) -> { run, verify,
 -- poison, flops }: the driver shape a sweep's build returns. The options name m, n, k and the
--- tile (bm, bn or tile = "BMxBN"), stages, cluster, epilogue; the plan's maps are made on a, b.
--- verify() compares c with the reference GEMM (|got - want| <= 1e-2 + 1e-3 |want|): ref when given
--- (it must already hold gemm.reference of a and b), else one computed on first use.
+-- tile (bm, bn or tile = "BMxBN"), stages, cluster, epilogue, scheduler, out, pdl; the plan's maps
+-- are made on a, b; the turnstile's workspace and flags are allocated here, and each run() takes
+-- the next epoch. verify() compares c with the reference GEMM (gemm.TOLERANCE[out]: |got - want|
+-- <= 1e-2 + 1e-3 |want|, plus bf16's rounding): ref when given (it must already hold
+-- gemm.reference of a and b), else one computed on first use. pdl = true: every launch goes with
+-- programmatic = true, so that back-to-back runs overlap.
 function M.build(opts, b)
   util.kind("gemm", "buffers", b, "table")
   util.known_fields("gemm", b, { a = true, b = true, c = true, ref = true, stream = true }, "buffers")
@@ -202,19 +238,26 @@ function M.build(opts, b)
   local m, n, k = q.m, q.n, q.k
   local kern = M.kernel(P, { watchdog = q.watchdog, trace = q.trace })
   local cfg = M.launch_config(P, device.current(), m, n, kern)
-  cfg.stream = b.stream
-  local run = kern:prepare(cfg, P.loads[1].map, P.loads[2].map, M.c_map(P, b.c),
-                           b.c, m, n, k)
-  local ref
+  cfg.stream, cfg.programmatic = b.stream, P.pdl or nil
+  local work, flags = M.workspace(P, b.stream)
+  local prepared = kern:prepare(cfg, M.args(P, b.c, work, flags))
+  -- the closures hold work and flags (upvalues): the prepared launch keeps only their addresses
+  local run = function() local _ = work and flags; return prepared() end
+  if P.sched.turnstile then   -- a new epoch each launch (docs/schedulers.md): the arguments packed again
+    local ma, mb, mc = P.loads[1].map, P.loads[2].map, M.c_map(P, b.c)
+    run = function() return prepared(ma, mb, mc, b.c, work, flags, m, n, k, P.sched:next_epoch()) end
+  end
+  local r
+  local tol = M.TOLERANCE[P.out]
   local function verify()
-    if not ref then
-      ref = b.ref
-      if not ref then
-        ref = buffer.alloc(m * n * 4)
-        M.reference(b.a, b.b, ref, m, n, k)
+    if not r then
+      r = b.ref
+      if not r then
+        r = buffer.alloc(m * n * 4)
+        M.reference(b.a, b.b, r, m, n, k)
       end
     end
-    local bad, worst = M.compare(b.c, ref, m * n, 1e-2, 1e-3)
+    local bad, worst = M.compare(b.c, r, m * n, tol.atol, tol.rtol, P.out)
     if bad == 0 then return true end
     return false, ("%d of %d elements off the reference (largest difference %.3g)"):format(bad, m * n, worst)
   end
@@ -226,39 +269,6 @@ function M.build(opts, b)
            config = cfg, inflight = P.tx_bytes * P.stages * per_sm, stage_inflight = P.tx_bytes * per_sm }
 end
 
--- The helpers of kernels-src/gemm_ref.cu, compiled once.
-local helpers
-function M.helpers()
-  if helpers then return helpers end
-  local mod = program.new{ file = "gemm_ref.cu" }:compile()
-  helpers = { ref = mod:kernel("gemm_ref", "ptr, ptr, ptr, u32, u32, u32"), fill = mod:kernel("fill_bf16", "ptr, u64, u32"),
-              compare = mod:kernel("compare_f32", "ptr, ptr, u64, f32, f32, ptr"), out = buffer.alloc(8) }
-  return helpers
-end
-
--- Fresh random bf16 in [-1, 1) into buf (n elements) from seed.
-function M.random(buf, n, seed)
-  M.helpers().fill:launch({ grid = 1024, block = 256 }, buf, n, seed % 2 ^ 32)
-end
-
-function M.reference(a, b, c, m, n, k)
-  M.helpers().ref:launch({ grid = { math.ceil(n / 32), math.ceil(m / 32) }, block = { 32, 32 } }, a, b, c, m, n, k)
-end
-
--- The elements of got (n floats) outside atol + rtol * |want|, and the largest difference.
-function M.compare(got, want, n, atol, rtol)
-  local h = M.helpers()
-  h.out:fill(0)
-  h.compare:launch({ grid = 1024, block = 256 }, got, want, n, atol, rtol, h.out)
-  local r = h.out:download("uint32_t", 2)
-  return r[0], ffi.cast("float *", r + 1)[0]   -- word 1 holds the float's bits
-end
-
--- cuBLAS on the same inputs (the yardstick): C = A * B^T, bf16 in, f32 accumulate and out.
-function M.cublas(a, b, c, m, n, k)
-  local where = "gemm.cublas"
-  native.check_as(where, native.C.cuasync_blas_gemm_bf16_tn(buffer.memory(where, "a", a), buffer.memory(where, "b", b),
-    buffer.memory(where, "c", c), m, n, k, native.errbuf, native.ERRLEN))
-end
+M.helpers, M.random, M.reference, M.compare, M.cublas = ref.helpers, ref.random, ref.reference, ref.compare, ref.cublas
 
 return M
