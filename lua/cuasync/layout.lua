@@ -11,6 +11,7 @@ local util = require("cuasync.util")
 local pipeline = require("cuasync.pipeline")
 local program = require("cuasync.program")
 local plans = require("cuasync.model.layout_plan")
+local cxx = require("cuasync.model.cxx_names")
 local device = require("cuasync.device")
 local rules = require("cuasync.model.launch_rules")
 
@@ -30,6 +31,7 @@ function M.new(spec)
     fail(("name must be a C identifier of at most 64 characters (it names the generated struct and header; got %s)"):format(
          util.describe(name)))
   end
+  if cxx.refusal(name) then fail(("name %s %s: it names the generated C++ struct"):format(util.describe(name), cxx.refusal(name))) end
   local list = util.list("layout", "pipelines", spec.pipelines)
   if #list < 1 then fail("pipelines must name at least one cuasync.pipeline plan") end
   for i, P in ipairs(list) do
