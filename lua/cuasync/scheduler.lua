@@ -143,23 +143,7 @@ function Scheduler:program(spec)
   if self.mutation then fail(("scheduler '%s' is a mutated one: it is for :simulate only"):format(self.name)) end
   util.kind("scheduler.program", "argument", spec, "table")
   util.null_fields("scheduler.program", spec)
-  local s = {}
-  for key, v in pairs(spec) do s[key] = v end
-  local headers = {}
-  for key, v in pairs(util.kind("scheduler.program", "headers", spec.headers or {}, "table")) do headers[key] = v end
-  for key, v in pairs(self:headers()) do
-    if headers[key] then util.fail("scheduler.program", ("headers already has %s: the scheduler writes it"):format(key)) end
-    headers[key] = v
-  end
-  s.headers = headers
-  local defines = {}
-  for key, v in pairs(util.kind("scheduler.program", "defines", spec.defines or {}, "table")) do defines[key] = v end
-  for key, v in pairs(self:defines()) do
-    if defines[key] ~= nil then util.fail("scheduler.program", ("defines.%s is set by the scheduler (%s)"):format(key, tostring(v))) end
-    defines[key] = v
-  end
-  s.defines = defines
-  if s.watchdog == nil then s.watchdog = true end
+  local s = program.bound("scheduler.program", spec, { { who = "the scheduler", headers = self:headers(), defines = self:defines() } })
   local sched = self
   return program.new(s, { check_config = function(kernel_name, c) M.config_check(sched, kernel_name, c) end })
 end
