@@ -7,7 +7,7 @@
 -- cuasync alone. TFLOP/s counts 4 B H S^2 D, halved for causal.
 --   luajit examples/attention_sweep.lua [--shapes 4x16x4096x128,4x16x4096x128c] [--stages 2,3,4]
 --                                       [--q-tiles 64,128] [--kv-tiles 64,128] [--schedules cooperative,pingpong]
---                                       [--overlap off,on]
+--                                       [--overlap off,on] [--watchdog on|off]
 --                                       [--peers python3] [--rounds 5] [--reps 10]
 -- A shape is BxHxSxD, a trailing c for causal.
 package.path = (debug.getinfo(1, "S").source:match("^@(.*)/") or ".") .. "/lib/?.lua;" .. package.path
@@ -28,6 +28,7 @@ local o = cli.script{ options = {
   { "--kv-tiles LIST", "keys of a K or V tile", default = { 64, 128 } },
   { "--schedules LIST", "cooperative, pingpong (the warpgroups take turns issuing their MMAs)", default = { "cooperative", "pingpong" } },
   { "--overlap LIST", "off, on (S of the next tile issued with O of this one: the softmax overlaps O's MMAs)", default = { "off", "on" } },
+  { "--watchdog WHICH", "on (the library's default for a plan's kernels) or off: the watchdog's bounded waits take registers in the loop (docs/attention.md)", choices = { "on", "off" }, default = "on" },
   { "--peers CMD", "the python that runs examples/peers/sdpa.py (none: skip the peers)", default = "python3" },
   { "--rounds N", "interleaved rounds", default = 5 }, { "--reps N", "launches timed per round", default = 10 },
 } }
@@ -41,7 +42,8 @@ end
 -- The peers first: their run does not share the GPU with ours.
 local peers, why = {}, nil
 if o.peers ~= "none" then
-  local _, out = isolate.command(("%s %s/examples/peers/sdpa.py --shapes %s"):format(o.peers, root, table.concat(o.shapes, ",")))
+  -- argv, not a shell string: a checkout path with spaces stays one argument
+  local _, out = isolate.command({ o.peers, root .. "/examples/peers/sdpa.py", "--shapes", table.concat(o.shapes, ",") })
   local line = (out or ""):match("(%b{})%s*$")
   local ok, res = pcall(json.decode, line or "")
   if not ok or type(res) ~= "table" then why = "examples/peers/sdpa.py gave no JSON: " .. tostring(out):sub(1, 300)
@@ -69,12 +71,13 @@ for _, text in ipairs(o.shapes) do
     return { b = sh.b, h = sh.h, s = sh.s, d = sh.d, causal = sh.causal, q_tile = p.q_tile, kv_tile = p.kv_tile,
              stages = p.stages, schedule = p.schedule, overlap = p.overlap == "on", out = "bf16" }
   end
+  local watchdog = o.watchdog == "on"
   local S = cuasync.sweep{
     name = "attention_" .. text, params = { stages = o.stages, q_tile = o.q_tiles, kv_tile = o.kv_tiles, schedule = o.schedules,
     overlap = o.overlap }, order = { "schedule", "overlap", "q_tile", "kv_tile", "stages" }, unit = "TFLOP/s", rounds = o.rounds, reps = o.reps,
     where = function(p) return pcall(function() attention.plan(opts(p)):check(attention.limits()) end) end,
-    program = function(p) return attention.program(opts(p)) end,
-    build = function(p) return attention.build(opts(p), data()) end,
+    program = function(p) return attention.program(opts(p), { watchdog = watchdog }) end,
+    build = function(p) local q = opts(p); q.watchdog = watchdog; return attention.build(q, data()) end,
   }
   S:run()
   S:print()

@@ -115,7 +115,7 @@ __device__ __forceinline__ void mma_m64n256k16_bf16(float (&d)[128], unsigned lo
 }
 
 
-// cvt.rn.bf16x2.f32 d, hi, lo;                                          // PTX ISA 7.8, sm_90
+// cvt.rn.bf16x2.f32 d, hi, lo;                                          // PTX ISA 7.0, sm_80
 // Two f32 to a bf16 pair (round to nearest even): lo in bits 0-15, hi in 16-31: the register
 // form of an A fragment (the element of the lower column in the low half).
 __device__ __forceinline__ unsigned pack_bf16x2(float lo, float hi)

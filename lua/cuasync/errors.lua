@@ -77,7 +77,7 @@ function M.is_cancelled(e) return M.kind(e) == "cancelled" end
 -- The calls whose refusals have a kind, by the first part of their name ("pipeline.simulate"):
 -- every refusal of a pipeline plan, its construction and its methods, is a "plan" refusal (a
 -- sweep prunes the point; util.fail raises it as an object).
-M.CALLS = { pipeline = "plan", scheduler = "plan" }
+M.CALLS = { pipeline = "plan", scheduler = "plan", layout = "plan" }
 
 function M.of_call(where)
   return M.CALLS[where:match("^[^.]*")]

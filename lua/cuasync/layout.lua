@@ -11,6 +11,7 @@ local util = require("cuasync.util")
 local pipeline = require("cuasync.pipeline")
 local program = require("cuasync.program")
 local plans = require("cuasync.model.layout_plan")
+local cxx = require("cuasync.model.cxx_names")
 local device = require("cuasync.device")
 local rules = require("cuasync.model.launch_rules")
 
@@ -30,6 +31,7 @@ function M.new(spec)
     fail(("name must be a C identifier of at most 64 characters (it names the generated struct and header; got %s)"):format(
          util.describe(name)))
   end
+  if cxx.refusal(name) then fail(("name %s %s: it names the generated C++ struct"):format(util.describe(name), cxx.refusal(name))) end
   local list = util.list("layout", "pipelines", spec.pipelines)
   if #list < 1 then fail("pipelines must name at least one cuasync.pipeline plan") end
   for i, P in ipairs(list) do
@@ -110,25 +112,9 @@ function SharedLayout:program(spec)
   if spec.trace ~= nil and spec.trace ~= false then
     util.fail("layout.program", "trace: a kernel of several pipelines is not traced yet (their events would share one ring per warp and role); trace each pipeline in a kernel of its own")
   end
-  local s = {}
-  for k, v in pairs(spec) do s[k] = v end
-  local headers = {}
-  for k, v in pairs(util.kind("layout.program", "headers", spec.headers or {}, "table")) do headers[k] = v end
-  for k, v in pairs(self:headers()) do
-    if headers[k] then util.fail("layout.program", ("headers already has %s: the layout writes it"):format(k)) end
-    headers[k] = v
-  end
-  s.headers = headers
-  local defines = {}
-  for k, v in pairs(util.kind("layout.program", "defines", spec.defines or {}, "table")) do defines[k] = v end
-  for _, p in ipairs(self.parts) do
-    for k, v in pairs(p.plan:defines()) do
-      if defines[k] ~= nil then util.fail("layout.program", ("defines.%s is set by pipeline '%s' (%s)"):format(k, p.plan.name, tostring(v))) end
-      defines[k] = v
-    end
-  end
-  s.defines = defines
-  if s.watchdog == nil then s.watchdog = true end
+  local parts = { { who = "the layout", headers = self:headers() } }
+  for _, p in ipairs(self.parts) do parts[#parts + 1] = { who = ("pipeline '%s'"):format(p.plan.name), defines = p.plan:defines() } end
+  local s = program.bound("layout.program", spec, parts)
   local L = self
   return program.new(s, {
     parts = self.parts,   -- the post-mortem finds the pipeline that owns a hung wait's barrier
@@ -156,19 +142,7 @@ end
 
 -- L:launch_config{ grid = ..., stream = ... }: block, smem and cluster filled from the layout.
 function SharedLayout:launch_config(cfg)
-  util.kind("layout.launch_config", "argument", cfg, "table")
-  local out = {}
-  for k, v in pairs(cfg) do
-    if k == "block" or k == "smem" or k == "cluster" then
-      util.fail("layout.launch_config", ("%s is filled by the layout (%s); do not give it"):format(k,
-        k == "block" and self.block or k == "smem" and self.smem_bytes or "the plans' cluster"))
-    end
-    out[k] = v
-  end
-  if out.grid == nil then util.fail("layout.launch_config", "grid is required") end
-  out.block, out.smem = self.block, self.smem_bytes
-  if self.cluster_given then out.cluster = { self.cluster[1], self.cluster[2], self.cluster[3] } end
-  return out
+  return pipeline.filled_config("layout.launch_config", "the layout", "the plans' cluster", self, cfg)
 end
 
 -- L:simulate(o): each pipeline's protocol through the CPU model (their barriers are disjoint);

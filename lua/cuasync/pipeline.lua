@@ -148,23 +148,8 @@ function Pipeline:program(spec)
   util.kind("pipeline.program", "argument", spec, "table")
   -- before a default replaces one: a NULL watchdog would read as not given, and become true
   util.null_fields("pipeline.program", spec)
-  local s = {}
-  for k, v in pairs(spec) do s[k] = v end
-  local headers = {}
-  for k, v in pairs(util.kind("pipeline.program", "headers", spec.headers or {}, "table")) do headers[k] = v end
-  local hname = ("cuasync/pipelines/%s.cuh"):format(self.name)
-  if headers[hname] then util.fail("pipeline.program", ("headers already has %s: the pipeline writes it"):format(hname)) end
-  headers[hname] = self:header()
-  s.headers = headers
-  local defines = {}
-  for k, v in pairs(util.kind("pipeline.program", "defines", spec.defines or {}, "table")) do defines[k] = v end
-  for k, v in pairs(self:defines()) do
-    if defines[k] ~= nil then util.fail("pipeline.program", ("defines.%s is set by the pipeline (%s)"):format(k, tostring(v))) end
-    defines[k] = v
-  end
-  s.defines = defines
-  -- a pipeline's kernels are watched unless told otherwise: a hang becomes a post-mortem
-  if s.watchdog == nil then s.watchdog = true end
+  local s = program.bound("pipeline.program", spec, { { who = "the pipeline", defines = self:defines(),
+    headers = { [("cuasync/pipelines/%s.cuh"):format(self.name)] = self:header() } } })
   local plan = self
   return program.new(s, {
     plan = plan,   -- what the watchdog's post-mortem names barriers and stages from
@@ -179,18 +164,24 @@ function Pipeline:launch_config(cfg)
     util.fail("pipeline.launch_config", ("pipeline '%s' is placed in layout '%s': its kernel launches with the layout's smem (L:launch_config{...})"):format(
       self.name, self.placed_in))
   end
-  util.kind("pipeline.launch_config", "argument", cfg, "table")
+  return M.filled_config("pipeline.launch_config", "the pipeline", "the plan's cluster", self, cfg)
+end
+
+-- cfg (grid, stream, ...) with block, smem and the cluster filled from `of` (a plan or a
+-- cuasync.layout: its block, smem_bytes, cluster, cluster_given), none of them given.
+function M.filled_config(where, who, cluster_word, of, cfg)
+  util.kind(where, "argument", cfg, "table")
   local out = {}
   for k, v in pairs(cfg) do
     if k == "block" or k == "smem" or k == "cluster" then
-      util.fail("pipeline.launch_config", ("%s is filled by the pipeline (%s); do not give it"):format(k,
-        k == "block" and self.block or k == "smem" and self.smem_bytes or "the plan's cluster"))
+      util.fail(where, ("%s is filled by %s (%s); do not give it"):format(k, who,
+        k == "block" and of.block or k == "smem" and of.smem_bytes or cluster_word))
     end
     out[k] = v
   end
-  if out.grid == nil then util.fail("pipeline.launch_config", "grid is required") end
-  out.block, out.smem = self.block, self.smem_bytes
-  if self.cluster_given then out.cluster = { self.cluster[1], self.cluster[2], self.cluster[3] } end
+  if out.grid == nil then util.fail(where, "grid is required") end
+  out.block, out.smem = of.block, of.smem_bytes
+  if of.cluster_given then out.cluster = { of.cluster[1], of.cluster[2], of.cluster[3] } end
   return out
 end
 

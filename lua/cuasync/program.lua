@@ -163,6 +163,34 @@ M.new = new
 -- the public constructor: one argument, whatever else is passed
 function M.public(spec) return new(spec) end
 
+-- The program spec of a plan's P:program (a pipeline's, a scheduler's, a layout's): spec's
+-- fields with each part's generated headers and defines added, none of them given already (a
+-- refusal names the header or define and its writer, parts[i].who: "the pipeline", "pipeline
+-- 'xs'"), and the watchdog on unless told otherwise (a plan's kernels are watched: a hang becomes
+-- a post-mortem). where: the calling method ("pipeline.program").
+function M.bound(where, spec, parts)
+  local s = {}
+  for k, v in pairs(spec) do s[k] = v end
+  local headers, defines = {}, {}
+  for k, v in pairs(util.kind(where, "headers", spec.headers or {}, "table")) do headers[k] = v end
+  for k, v in pairs(util.kind(where, "defines", spec.defines or {}, "table")) do defines[k] = v end
+  for _, part in ipairs(parts) do
+    for k, v in pairs(part.headers or {}) do
+      if headers[k] then util.fail(where, ("headers already has %s: %s writes it"):format(k, part.who)) end
+      headers[k] = v
+    end
+  end
+  for _, part in ipairs(parts) do
+    for k, v in pairs(part.defines or {}) do
+      if defines[k] ~= nil then util.fail(where, ("defines.%s is set by %s (%s)"):format(k, part.who, tostring(v))) end
+      defines[k] = v
+    end
+  end
+  s.headers, s.defines = headers, defines
+  if s.watchdog == nil then s.watchdog = true end
+  return s
+end
+
 -- "auto": the current device's (opening device 0 when a GPU is there), sm_90a where none is.
 function Program:arch()
   if self.arch_request ~= "auto" then return self.arch_request end

@@ -143,24 +143,28 @@ function Scheduler:program(spec)
   if self.mutation then fail(("scheduler '%s' is a mutated one: it is for :simulate only"):format(self.name)) end
   util.kind("scheduler.program", "argument", spec, "table")
   util.null_fields("scheduler.program", spec)
-  local s = {}
-  for key, v in pairs(spec) do s[key] = v end
-  local headers = {}
-  for key, v in pairs(util.kind("scheduler.program", "headers", spec.headers or {}, "table")) do headers[key] = v end
-  for key, v in pairs(self:headers()) do
-    if headers[key] then util.fail("scheduler.program", ("headers already has %s: the scheduler writes it"):format(key)) end
-    headers[key] = v
+  local s = program.bound("scheduler.program", spec, { { who = "the scheduler", headers = self:headers(), defines = self:defines() } })
+  local sched = self
+  return program.new(s, { check_config = function(kernel_name, c) M.config_check(sched, kernel_name, c) end })
+end
+
+-- The launch a kernel of sched:program must have where the walk's handshakes were derived for the
+-- grid (a turnstile: every wait on a lower-index CTA of sched.ctas; reduce: a cluster of the
+-- splits). A persistent walk covers every tile on any grid.
+function M.config_check(s, kernel_name, c)
+  if not s.turnstile and s.mode ~= "reduce" then return end
+  local blocks = c.grid[1] * c.grid[2] * c.grid[3]
+  if blocks ~= s.ctas then
+    util.fail("launch", ("kernel '%s' launches %d blocks but scheduler '%s' (%s) derived its walk and its waits for %d (use sched:launch_config)"):format(
+      kernel_name, blocks, s.name, s.kind, s.ctas))
   end
-  s.headers = headers
-  local defines = {}
-  for key, v in pairs(util.kind("scheduler.program", "defines", spec.defines or {}, "table")) do defines[key] = v end
-  for key, v in pairs(self:defines()) do
-    if defines[key] ~= nil then util.fail("scheduler.program", ("defines.%s is set by the scheduler (%s)"):format(key, tostring(v))) end
-    defines[key] = v
+  if s.mode == "reduce" then
+    local size = c.cluster and c.cluster[1] * c.cluster[2] * c.cluster[3] or 1
+    if size ~= s.cluster then
+      util.fail("launch", ("kernel '%s' launches clusters of %d blocks but scheduler '%s' reduces %d splits in a cluster (use sched:launch_config)"):format(
+        kernel_name, size, s.name, s.cluster))
+    end
   end
-  s.defines = defines
-  if s.watchdog == nil then s.watchdog = true end
-  return program.new(s)
 end
 
 -- A launch config's dims as x, y, z (a number is { n, 1, 1 }), or nil where it is not one.

@@ -51,7 +51,7 @@ describe("cuasync.layout", function()
       "cuasync.layout: pipelines[2] is named 'xs' like pipelines[1]: each plan's Config is a struct of that name")
     local _, Y8 = plans({ consumer = { warps = 8 } })
     refusal(function() cuasync.layout{ pipelines = { X, Y8 } } end,
-      "cuasync.layout: pipelines[2] ('ys') has roles for 288 threads but pipelines[1] ('xs') for 160: one kernel has one block")
+      "cuasync.layout: pipelines[2] ('ys') has roles 1 producer warps + 256 consumer threads but pipelines[1] ('xs') 1 producer warps + 128 consumer threads: one kernel has one block")
     local _, Yc = plans({ cluster = { 2, 1, 1 } })
     refusal(function() cuasync.layout{ pipelines = { X, Yc } } end, "has cluster {2, 1, 1} but pipelines[1] ('xs') {1, 1, 1}")
     refusal(function() cuasync.layout{ pipelines = {} } end, "pipelines must name at least one cuasync.pipeline plan")
@@ -62,6 +62,26 @@ describe("cuasync.layout", function()
     refusal(function() cuasync.layout{ pipelines = { X }, regions = { r = 0 } } end, "regions.r (bytes)")
     refusal(function() cuasync.layout{ pipelines = { X }, stages = 2 } end, "stages")
     refusal(function() cuasync.layout{ name = "a b", pipelines = { X } } end, "name must be a C identifier")
+    -- the same thread count is not enough: the same roles (a thread's role is one in each plan)
+    local Y5 = cuasync.pipeline{ name = "y5", stages = 2, stage_bytes = 4096, producer = { warps = 2 }, consumer = { warps = 3 } }
+    refusal(function() cuasync.layout{ pipelines = { X, Y5 } } end,
+      "pipelines[2] ('y5') has roles 2 producer warps + 96 consumer threads but pipelines[1] ('xs') 1 producer warps + 128 consumer threads")
+    refusal(function() cuasync.layout{ name = "class", pipelines = { X } } end, 'name "class" is a C++ keyword')
+    local XS = cuasync.pipeline{ name = "XS", stages = 2, stage_bytes = 4096, producer = { warps = 1 }, consumer = { warps = 4 } }
+    refusal(function() cuasync.layout{ pipelines = { X, XS } } end,
+      "pipelines[2] ('XS') and pipelines[1] ('xs') differ only in case: their defines (XS_STAGES, ...) would be one")
+    local OK = cuasync.pipeline{ name = "ok", stages = 2, stage_bytes = 4096, producer = { warps = 1 }, consumer = { warps = 4 } }
+    refusal(function() cuasync.layout{ pipelines = { X, OK } } end, "pipelines[2] is named 'ok', a field of the layout's struct or of L:simulate's result")
+    refusal(function() cuasync.layout{ pipelines = { X }, regions = { align = 16 } } end, "regions.align: the region name 'align' is a field")
+    refusal(function() cuasync.layout{ pipelines = { X }, regions = { xs_config = 16 } } end,
+      "regions.xs_config: the region name 'xs_config' is also the member pipeline 'xs' generates")
+    refusal(function() cuasync.layout{ pipelines = { X }, regions = { { "r", 16 }, { "r_offset", 16 } } } end,
+      "regions[2]: the region name 'r_offset' is also the member region 'r' generates")
+    refusal(function() cuasync.layout{ pipelines = { X }, regions = { { "a", 16 }, b = 32 } } end,
+      "regions is either a list { { name, bytes }, ... } or a table { name = bytes, ... }, not both in one table")
+    local ok, e = pcall(function() cuasync.layout{ name = "big2", pipelines = { X }, regions = { r = 2 ^ 20 } }:check("sm_90") end)
+    assert.is_false(ok)
+    assert.equal("plan", cuasync.errors.kind(e))   -- a sweep prunes a layout the device cannot hold
     local L = cuasync.layout{ name = "pair", pipelines = { X, Y }, regions = { sum = 4096 } }
     refusal(function() cuasync.layout{ pipelines = { L.pipelines.xs } } end, "is already placed in layout 'pair'")
     refusal(function() L.pipelines.xs:program{ file = "layout_pair.cu" } end,

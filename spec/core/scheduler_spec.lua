@@ -222,6 +222,26 @@ describe("cuasync.scheduler", function()
       "cuasync.scheduler.program: headers already has cuasync/schedulers/toy.cuh: the scheduler writes it")
   end)
 
+  it("a kernel of sched:program is refused a grid (or a reduce cluster) other than the one its waits were derived for", function()
+    local mod = require("cuasync.scheduler")
+    local function launch_refusal(f, text)
+      local ok, e = pcall(f)
+      assert.is_false(ok)
+      assert.truthy(tostring(e):find(text, 1, true), tostring(e))
+    end
+    local S = cuasync.scheduler{ name = "toy", kind = "stream_k", m = 100, n = 70, k = 300, tile = { 16, 16 }, bk = 8, sms = 11 }
+    local function c(grid, cluster) return { grid = { grid, 1, 1 }, block = { 128, 1, 1 }, cluster = cluster and { cluster, 1, 1 } or nil } end
+    assert.has_no_error(function() mod.config_check(S, "k", c(S.ctas)) end)
+    launch_refusal(function() mod.config_check(S, "k", c(S.ctas + 1)) end,
+      ("cuasync.launch: kernel 'k' launches %d blocks but scheduler 'toy' (stream_k) derived its walk and its waits for %d (use sched:launch_config)"):format(S.ctas + 1, S.ctas))
+    local R = cuasync.scheduler{ name = "red", kind = "split_k", splits = 2, mode = "reduce", m = 100, n = 70, k = 300, tile = { 16, 16 }, bk = 8, sms = 11 }
+    launch_refusal(function() mod.config_check(R, "k", c(R.ctas)) end,
+      "cuasync.launch: kernel 'k' launches clusters of 1 blocks but scheduler 'red' reduces 2 splits in a cluster")
+    assert.has_no_error(function() mod.config_check(R, "k", c(R.ctas, 2)) end)
+    local P = cuasync.scheduler{ name = "per", kind = "persistent", m = 100, n = 70, k = 300, tile = { 16, 16 }, bk = 8, sms = 11 }
+    assert.has_no_error(function() mod.config_check(P, "k", c(3)) end)   -- a persistent walk covers every tile on any grid
+  end)
+
   it("a turnstile wait that hangs is named by the watchdog: the tile, the count it waited for and the epoch", function()
     local watchdog = require("cuasync.watchdog")
     local hang = require("cuasync.hang")

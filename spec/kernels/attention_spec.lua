@@ -101,6 +101,14 @@ describe("attention", function()
         assert.is_false(ok, c[2])
         assert.truthy(tostring(err):find("cuasync.attention: " .. c[2], 1, true), tostring(err))
       end
+      for _, bad in ipairs({ 0, -1, 0 / 0, math.huge, "x" }) do
+        local ok2, e2 = pcall(attention.scale_log2, 128, bad)
+        assert.is_false(ok2)
+        assert.truthy(tostring(e2):find("cuasync.attention: scale must be a finite number above 0", 1, true), tostring(e2))
+      end
+      local ok3, e3 = pcall(attention.simulate, plan{}, { stages = 0 })
+      assert.is_false(ok3)
+      assert.truthy(tostring(e3):find("cuasync.attention.simulate: stages must be an integer in 2..16 (got 0)", 1, true), tostring(e3))
       -- the shared memory a plan lays out is checked against the device's (4 stages of 32 KiB + Q)
       local ok, err = pcall(function() plan{ stages = 7 }:check("sm_90") end)
       assert.is_false(ok)
@@ -379,5 +387,20 @@ describe("attention", function()
       assert.is_true(ok, ("causal %s %s overlap %s: %s"):format(tostring(causal), schedule, tostring(overlap), tostring(why)))
       for _, x in pairs(bufs) do x:close() end
     end
+  end)
+
+  gpu_it("build refuses an output or log-sum-exp buffer smaller than the shape, naming it", function()
+    local b, h, s, d = 1, 2, 100, 64
+    local n = b * h * s * d
+    local bufs = { q = cuasync.alloc(n * 2), k = cuasync.alloc(n * 2), v = cuasync.alloc(n * 2), o = cuasync.alloc(n * 2),
+                   lse = cuasync.alloc(b * h * s * 4 - 4) }
+    local opts = { b = b, h = h, s = s, d = d, q_tile = 128, kv_tile = 64, stages = 2 }
+    local ok, err = pcall(attention.build, opts, bufs)
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("cuasync.attention: lse holds 796 bytes; b x h x s f32 (the log-sum-exp) needs 800", 1, true), tostring(err))
+    bufs.lse = nil
+    ok, err = pcall(attention.build, opts, bufs)
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("cuasync.attention: lse must be a device buffer or address (got nil)", 1, true), tostring(err))
   end)
 end)

@@ -167,8 +167,8 @@ end
 -- cuasync.graph.condition{...}, .while_(c, fn), .if_(c, fn[, else_fn]): g:condition / g:while_ /
 -- g:if_ of the capture open now.
 function M.condition(opts) return active("graph.condition", "g:condition{...}"):condition(opts) end
-function M.while_(c, fn) active("graph.while_", "g:while_(c, fn)"):while_(c, fn) end
-function M.if_(c, fn, else_fn) active("graph.if_", "g:if_(c, fn[, else_fn])"):if_(c, fn, else_fn) end
+function M.while_(c, fn) return active("graph.while_", "g:while_(c, fn)"):while_(c, fn) end
+function M.if_(c, fn, else_fn) return active("graph.if_", "g:if_(c, fn[, else_fn])"):if_(c, fn, else_fn) end
 
 M.GraphBuilder = GraphBuilder
 util.methods(GraphBuilder, "graph", "g")

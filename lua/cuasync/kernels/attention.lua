@@ -8,10 +8,10 @@
 -- The plan: one cuasync.pipeline named "attn" whose one load ("kv") is a kv_tile x d tile, K and
 -- V alternating through its ring (iteration 2j: K tile j, 2j + 1: V tile j), so each has barriers
 -- of its own; Q (q_tile x d) loaded once a block into the plan's scratch, on a barrier placed
--- after it there. Why one plan and not a pipeline each for K and V: a plan's stages are carved
--- from offset 0 of the block's dynamic shared memory (pipeline_stages), and P:program binds one
--- plan (its header, its map checks, the watchdog's post-mortem): two plans in one kernel would
--- overlap. The alternating ring gives K and V their own full/empty barriers all the same.
+-- after it there. One plan rather than a pipeline each for K and V: it was written before
+-- cuasync.layout placed several plans in one kernel (docs/shared-layouts.md), which now allows
+-- the two; the alternating ring gives K and V their own full/empty barriers all the same, but V
+-- cannot lag K by more than the ring's order allows.
 -- The rules (what is refused before any compile) and the CPU reference: model/attention.lua.
 local ffi = require("ffi")
 local pipeline = require("cuasync.pipeline")
@@ -32,6 +32,10 @@ M.check = model.check
 
 -- scale * log2(e), the kernel's scale_log2 argument (scale 1 / sqrt(d) unless given).
 function M.scale_log2(d, scale)
+  -- the kernel's running max is of the raw scores: a scale <= 0 would turn it into a running min
+  if scale ~= nil and not (type(scale) == "number" and scale > 0 and scale < math.huge) then
+    util.fail("attention", ("scale must be a finite number above 0 (softmax(scale Q K^T); got %s)"):format(util.describe(scale)))
+  end
   return (scale or 1 / math.sqrt(d)) * 1.4426950408889634
 end
 
@@ -164,9 +168,17 @@ function M.build(opts, b)
   local P = M.plan(q)
   local p = P.problem
   local bh, n = p.b * p.h, p.b * p.h * p.s * p.d
-  if b.o:size() < n * model.OUTS[p.out] then
-    util.fail("attention", ("o holds %d bytes; b x h x s x d %s needs %d"):format(b.o:size(), p.out, n * model.OUTS[p.out]))
+  -- every buffer the kernel or the check writes: at least what b x h x s (x d) of it takes
+  local function holds(field, bytes, what)
+    local _, size = buffer.memory("attention", field, b[field])
+    if size and size < bytes then
+      util.fail("attention", ("%s holds %d bytes; %s needs %d"):format(field, size, what, bytes))
+    end
   end
+  holds("o", n * model.OUTS[p.out], ("b x h x s x d %s"):format(p.out))
+  holds("lse", bh * p.s * 4, "b x h x s f32 (the log-sum-exp)")
+  if b.ref_o ~= nil then holds("ref_o", n * 4, "b x h x s x d f32 (the reference)") end
+  if b.ref_lse ~= nil then holds("ref_lse", bh * p.s * 4, "b x h x s f32 (the reference's log-sum-exp)") end
   local kern = M.kernel(P, { watchdog = watchdog })
   local cfg = M.launch_config(P, device.current())
   cfg.stream = b.stream

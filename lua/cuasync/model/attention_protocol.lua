@@ -10,7 +10,7 @@
 --   ping-pong: turn t of group g waits on math[t % depth][g] (group 0 for the last group's pass of
 --     the round before) and passes onto math[t % depth][g + 1]: the plan's ordered barrier.
 -- M.simulate(problem, { tiles, stages, runs, seed, mutate = { no_pass = g | release_twice = true |
--- wait_v_first = true } }) -> the model's result (r.ok, r.kind, r:report()). Pure Lua.
+-- skip_release_k = true } }) -> the model's result (r.ok, r.kind, r:report()). Pure Lua.
 local protocol = require("cuasync.model.protocol")
 local util = require("cuasync.util")
 
@@ -81,7 +81,8 @@ function M.simulate(p, o)
   util.known_fields("attention.simulate", o, { tiles = true, stages = true, runs = true, seed = true, mutate = true })
   local m = o.mutate or {}
   util.known_fields("attention.simulate", m, M.MUTATIONS, "mutate")
-  local spec = M.spec(p, util.int_in("attention.simulate", "tiles", o.tiles or 4, 1, 64), o.stages or p.stages, m)
+  local spec = M.spec(p, util.int_in("attention.simulate", "tiles", o.tiles or 4, 1, 64),
+                      util.int_in("attention.simulate", "stages", o.stages or p.stages, 2, 16), m)
   spec.runs, spec.seed, spec.explore = o.runs or 50, o.seed, "random"
   return protocol.run(spec)
 end

@@ -39,15 +39,33 @@ end
 
 -- The rules the parts must keep to share one kernel: one block shape, one cluster, distinct names
 -- (each is a generated struct and header), no name twice across pipelines and regions.
+-- Names the generated struct declares besides the regions' and pipelines' own: a region may
+-- not take one (nor "ok": L:simulate's result has that field beside each plan's).
+M.RESERVED = { align = true, smem_bytes = true, ok = true }
+
 function M.check_parts(pipelines, regions)
-  local seen = {}
+  local seen, upper = {}, {}
   local first = pipelines[1]
+  local fr = first.roles
   for i, P in ipairs(pipelines) do
     if seen[P.name] then fail(("pipelines[%d] is named '%s' like %s: each plan's Config is a struct of that name"):format(i, P.name, seen[P.name])) end
-    seen[P.name] = ("pipelines[%d]"):format(i)
-    if P.block ~= first.block then
-      fail(("pipelines[%d] ('%s') has roles for %d threads but pipelines[1] ('%s') for %d: one kernel has one block, so its pipelines need the same producer and consumer warps"):format(
-        i, P.name, P.block, first.name, first.block))
+    if M.RESERVED[P.name] then
+      fail(("pipelines[%d] is named '%s', a field of the layout's struct or of L:simulate's result: name the plan something else"):format(i, P.name))
+    end
+    local up = P.name:upper()
+    if upper[up] then
+      fail(("pipelines[%d] ('%s') and %s differ only in case: their defines (%s_STAGES, ...) would be one"):format(i, P.name, upper[up], up))
+    end
+    seen[P.name], upper[up] = ("pipelines[%d]"):format(i), ("pipelines[%d] ('%s')"):format(i, P.name)
+    local r = P.roles
+    if P.block ~= first.block or r.unified ~= fr.unified or r.producer_warps ~= fr.producer_warps
+       or r.consumer_threads ~= fr.consumer_threads then
+      local function roles(q)
+        return q.roles.unified and ("unified, %d threads"):format(q.block)
+          or ("%d producer warps + %d consumer threads"):format(q.roles.producer_warps, q.roles.consumer_threads)
+      end
+      fail(("pipelines[%d] ('%s') has roles %s but pipelines[1] ('%s') %s: one kernel has one block, so its pipelines need the same producer and consumer warps (a thread's role is the same in each)"):format(
+        i, P.name, roles(P), first.name, roles(first)))
     end
     local a, b = P.cluster, first.cluster
     if P.cluster_size ~= first.cluster_size or a[1] ~= b[1] or a[2] ~= b[2] or a[3] ~= b[3] then
@@ -55,9 +73,21 @@ function M.check_parts(pipelines, regions)
         i, P.name, a[1], a[2], a[3], first.name, b[1], b[2], b[3]))
     end
   end
-  for i, r in ipairs(regions) do
+  for _, r in ipairs(regions) do
     if seen[r.name] then fail(("regions name '%s' twice (or as a pipeline, %s)"):format(r.name, seen[r.name])) end
-    seen[r.name] = ("regions[%d]"):format(i)
+    if M.RESERVED[r.name] then fail(("%s: the region name '%s' is a field of the layout's struct (or of L:simulate's result)"):format(r.at, r.name)) end
+    seen[r.name] = r.at
+  end
+  -- the members each name generates: NAME_config for a plan; NAME_offset, NAME_bytes, NAME() for a region
+  local member = {}
+  for _, P in ipairs(pipelines) do member[P.name .. "_config"] = ("pipeline '%s'"):format(P.name) end
+  for _, r in ipairs(regions) do
+    member[r.name .. "_offset"], member[r.name .. "_bytes"] = ("region '%s'"):format(r.name), ("region '%s'"):format(r.name)
+  end
+  for _, r in ipairs(regions) do
+    if member[r.name] then
+      fail(("%s: the region name '%s' is also the member %s generates in the layout's struct"):format(r.at, r.name, member[r.name]))
+    end
   end
 end
 
@@ -67,6 +97,13 @@ function M.regions(spec)
   if spec == nil then return {} end
   util.kind("layout", "regions", spec, "table")
   local out = {}
+  local named = false
+  for k in pairs(spec) do
+    if type(k) ~= "number" then named = true end
+  end
+  if #spec > 0 and named then
+    fail("regions is either a list { { name, bytes }, ... } or a table { name = bytes, ... }, not both in one table")
+  end
   if #spec > 0 then
     for i, r in ipairs(spec) do
       util.kind("layout", ("regions[%d]"):format(i), r, "table")
