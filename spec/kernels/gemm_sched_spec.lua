@@ -237,7 +237,7 @@ describe("gemm scheduler axis", function()
         assert.is_true(ok, ("%s round %d: %s"):format(label, round, tostring(why)))
       end
       if v.plan.sched.turnstile then
-        local f = v.flags:download("uint32_t", v.plan.sched.slots)
+        local f = v.workspace.flags:download("uint32_t", v.plan.sched.slots)
         for i = 0, v.plan.sched.slots - 1 do assert.equal(0, f[i], ("%s: flag %d left at %d"):format(label, i, f[i])) end
       end
     end

@@ -266,7 +266,8 @@ function M.build(opts, b)
   local grid = type(cfg.grid) == "table" and cfg.grid[1] or cfg.grid
   local per_sm = math.ceil(grid / device.current().sms)
   return { run = run, verify = verify, poison = function() b.c:poison(b.stream) end, flops = 2 * m * n * k, dtype = "bf16", plan = P, kernel = kern,
-           config = cfg, inflight = P.tx_bytes * P.stages * per_sm, stage_inflight = P.tx_bytes * per_sm }
+           config = cfg, inflight = P.tx_bytes * P.stages * per_sm, stage_inflight = P.tx_bytes * per_sm,
+           workspace = { work = work, flags = flags } }
 end
 
 M.helpers, M.random, M.reference, M.compare, M.cublas = ref.helpers, ref.random, ref.reference, ref.compare, ref.cublas

@@ -100,7 +100,7 @@ end
 -- other is a misspelling the sweep would otherwise ignore (verfy: a variant never verified).
 local BUILD_FIELDS = { run = true, verify = true, poison = true, bytes = true, flops = true, inflight = true,
                        stage_inflight = true, dtype = true,
-                       kernel = true, plan = true, config = true, grid = true, per_sm = true }
+                       kernel = true, plan = true, config = true, grid = true, per_sm = true, workspace = true }
 
 -- The build result's shape, or why it is wrong.
 function M.check_build(v)
