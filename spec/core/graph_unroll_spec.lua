@@ -186,7 +186,7 @@ describe("g:while_ with { unroll = n } (GPU)", function()
     assert.truthy(ptx:find(".entry jacobi(", 1, true))
   end)
 
-  gpu_it("the guarded Jacobi in an unrolled while body runs exactly the plain while graph's sweeps, with the same x", function()
+  gpu_it("the guarded Jacobi in an unrolled while body runs exactly the plain while graph's sweeps, with the same x #gpu", function()
     local m = cuasync.program{ file = "graph_loop.cu" }:compile()
     local jacobi = m:kernel("jacobi", "ptr, ptr, u32, f32, ptr, u32, cond")
     local guarded = m:kernel("jacobi_guarded", "ptr, ptr, u32, f32, ptr, u32, ptr, cond")
