@@ -3,7 +3,7 @@
 --   local c = g:condition{ default = 1 }   a condition handle of the graph being captured
 --   g:while_(c, function(s2, g) ... end)   a while node: its body runs while c is non-zero
 --   g:while_(c, fn, { unroll = n })  fn called n times (fn(s2, g, round), round 1..n) in one body:
---                                   the node's per-round cost paid once per n rounds
+--                                   the node's per-round cost paid once per n copies
 --   g:if_(c, then_fn[, else_fn])    an if (or if/else) node
 -- A body function gets a stream of its own, capturing into the body graph (cuStreamBeginCaptureToGraph);
 -- a kernel with a `cond` parameter takes c there (cuasync::graph::set_condition on the device).
