@@ -3,7 +3,11 @@
 --  1. A Jacobi loop of --iters sweeps of small one-block kernels (tol 0: the loop runs to its
 --     cap), end to end through the final synchronize: a while node in a graph (the kernel sets
 --     the condition) against the same loop driven from Lua (launch, copy, read the flag back,
---     each sweep). Both must end with the same sweep count and bit-identical x.
+--     each sweep). Both must end with the same sweep count and bit-identical x. Beside them, in
+--     the same rounds, the while graph whose body holds --unroll copies of (kernel, copy)
+--     (g:while_(c, fn, { unroll = U }); the kernel jacobi_guarded does nothing once the loop has
+--     ended), so the while node's per-round cost is paid once per U sweeps; verified to end with
+--     the same sweeps and x, also at a sweep count that is not a multiple of U.
 --  2. A graph of --nodes small launches: one kernel's scalar changed and the graph launched,
 --     through G.nodes[i]:set(...) against a re-capture + G:update(fn); the output verified.
 --     Timed through the synchronize (both run the 3000 kernels), and the host calls alone.
@@ -14,7 +18,7 @@
 -- --ablate a,b,...: variants of loop 1 timed in the same rounds (off by default; the default
 -- ways, their kernels and their graphs are the same with or without it), each verified: what
 -- the while graph's and the host loop's time per sweep is made of (ABLATIONS below).
---   luajit examples/bench_graph_loop.lua [--iters 1000] [--nodes 3000] [--rounds 7] [--ablate all] [--peer off]
+--   luajit examples/bench_graph_loop.lua [--iters 1000] [--nodes 3000] [--rounds 7] [--unroll 4] [--ablate all] [--peer off]
 package.path = (debug.getinfo(1, "S").source:match("^@(.*)/") or ".") .. "/lib/?.lua;" .. package.path
 require("example.checkout")   -- examples/lib/: this checkout's lua/ and build/ first on the paths
 local ffi = require("ffi")
@@ -27,6 +31,13 @@ local o = require("cuasync.tools.cli").script{ options = {
   { "--iters N", "Jacobi sweeps per loop", default = 1000 },
   { "--nodes N", "launches in the edited graph", default = 3000 },
   { "--rounds N", "interleaved rounds", default = 7 },
+  { "--unroll U", "copies of the body in the unrolled while graph's body (1 or off: not run)", default = 4,
+    type = function(v)
+      if v == "off" then return 1 end
+      local n = tonumber(v)
+      if n and n % 1 == 0 and n >= 1 then return n end
+      return nil, "is not off or an integer >= 1"
+    end },
   { "--ablate LIST", ("variants of the loop, timed beside it: %s, or all"):format(table.concat(ablation.NAMES, ", ")),
     type = "list", check = ablation.check },
   { "--peer WHAT", "cuda.core on the same loop (examples/peers/graph_while.py)", default = "auto", choices = { "auto", "off" } },
@@ -35,7 +46,10 @@ local o = require("cuasync.tools.cli").script{ options = {
 local prog = cuasync.program{ file = "graph_loop.cu" }
 local ok, why = cuasync.available()
 if not ok then
-  print(("compiled graph_loop.cu for %s (%d bytes); runs skipped: %s"):format(prog:arch(), #prog:cubin(), why))
+  local names = {}
+  for k in prog:ptx():gmatch("%.entry ([%w_]+)%(") do names[#names + 1] = k end
+  print(("compiled graph_loop.cu (%s) for %s (%d bytes); runs skipped: %s"):format(table.concat(names, ", "), prog:arch(),
+    #prog:cubin(), why))
   if o.ablate then
     local ap = ablation.program(cuasync, cuasync.kernels_dir())
     print(("compiled the ablations' variants for %s (%d bytes)"):format(ap:arch(), #ap:cubin()))
@@ -47,7 +61,8 @@ local mod = prog:compile()
 local jacobi = mod:kernel("jacobi", "ptr, ptr, u32, f32, ptr, u32, cond")
 local jacobi_flag = mod:kernel("jacobi_flag", "ptr, ptr, u32, f32, ptr, u32, ptr")
 local scale = mod:kernel("scale", "ptr, ptr, f32, u32")
-local N, ITERS, NODES = 256, o.iters, o.nodes
+local guarded = mod:kernel("jacobi_guarded", "ptr, ptr, u32, f32, ptr, u32, ptr, cond")
+local N, ITERS, NODES, U = 256, o.iters, o.nodes, o.unroll
 local now = cuasync.now_ns
 local function median(t) table.sort(t); return t[math.ceil(#t / 2)] end
 
@@ -58,21 +73,30 @@ local seed = (os.time() % 2147483646) + 1
 local seed0 = seed   -- the peer makes the same x from it
 for i = 0, N - 1 do seed = seed * 16807 % 2147483647; fx[i] = seed / 2147483647 end
 local x, y, iters, flag = cuasync.alloc(N * 4), cuasync.alloc(N * 4), cuasync.alloc(4), cuasync.alloc(4)
+local done = cuasync.alloc(4)   -- jacobi_guarded's flag: the loop has ended
 local cfg = { grid = 1, block = N }
 local s = cuasync.stream{ non_blocking = true }
-local loop = cuasync.graph(function(gs, g)
-  x:upload(hx, nil, nil, gs)
-  iters:fill(0, nil, nil, gs)
-  local c = g:condition{ default = 1, name = "running" }
-  g:while_(c, function(bs)
-    jacobi:launch({ grid = 1, block = N, stream = bs }, x, y, N, 0, iters, ITERS, c)
-    x:upload(y, nil, nil, bs)
-  end)
-end, { name = "jacobi", stream = s })
-
-local function graph_loop()
-  loop:launch(s); s:synchronize()
+-- The while graph of max_iters sweeps; given unroll, its body is that many copies of the sweep
+-- (jacobi_guarded) and the copy, the done flag reset with the count.
+local function while_graph(name, max_iters, unroll)
+  return cuasync.graph(function(gs, g)
+    x:upload(hx, nil, nil, gs)
+    iters:fill(0, nil, nil, gs)
+    if unroll then done:fill(0, nil, nil, gs) end
+    local c = g:condition{ default = 1, name = "running" }
+    g:while_(c, function(bs)
+      if unroll then
+        guarded:launch({ grid = 1, block = N, stream = bs }, x, y, N, 0, iters, max_iters, done, c)
+      else
+        jacobi:launch({ grid = 1, block = N, stream = bs }, x, y, N, 0, iters, max_iters, c)
+      end
+      x:upload(y, nil, nil, bs)   -- a copy after the loop ended copies y, which is x already
+    end, unroll and { unroll = unroll } or nil)
+  end, { name = name, stream = s })
 end
+local loop = while_graph("jacobi", ITERS)
+local function launched(G) return function() G:launch(s); s:synchronize() end end
+local graph_loop = launched(loop)
 local hflag = ffi.new("uint32_t[1]")
 local function host_loop()
   x:upload(hx); iters:fill(0)
@@ -90,6 +114,32 @@ graph_loop(); local gi, gx = result()
 host_loop(); local hi, hx2 = result()
 assert(gi == ITERS and hi == ITERS, ("sweeps: graph %d, host %d, want %d"):format(gi, hi, ITERS))
 assert(ffi.string(gx, N * 4) == ffi.string(hx2, N * 4), "the while graph and the host loop end with different x")
+
+-- the unrolled while graph: run on poisoned x and y, the sweeps and x must be the default's; and
+-- at a sweep count that is not a multiple of U (a last round whose later copies do nothing)
+local graph_unrolled
+local function same_as(G, P, sweeps, what)
+  local runs = {}
+  for i, H in ipairs({ P, G }) do
+    x:poison(); y:poison(); done:poison()
+    H:launch(s); s:synchronize()
+    local k, v = result()
+    assert(k == sweeps, ("%s: %d sweeps, want %d"):format(what, k, sweeps))
+    runs[i] = ffi.string(v, N * 4)
+  end
+  assert(runs[1] == runs[2], what .. ": x differs from the default while graph's")
+end
+if U > 1 then
+  local unrolled = while_graph("jacobi_unrolled", ITERS, U)
+  graph_unrolled = launched(unrolled)
+  same_as(unrolled, loop, ITERS, ("while graph, body x %d"):format(U))
+  local odd = ITERS - 1 - ((ITERS - 1) % U == 0 and 1 or 0)
+  if odd >= 1 then
+    local P, G = while_graph("check", odd), while_graph("check_unrolled", odd, U)
+    same_as(G, P, odd, ("while graph, body x %d, %d sweeps"):format(U, odd))
+    P:close(); G:close()
+  end
+end
 
 -- -- 2. one node's scalar in a NODES-launch graph -----------------------------------------------
 local n = 1024
@@ -148,6 +198,7 @@ local ablate = ablation.new{ cuasync = cuasync, kernels = cuasync.kernels_dir(),
 -- -- rounds ----------------------------------------------------------------------------------------
 local ways = { graph_loop = graph_loop, host_loop = host_loop, edit = edit, recapture = recapture, checked = checked, bare = bare }
 local order = { "graph_loop", "host_loop", "edit", "recapture", "checked", "bare" }
+if graph_unrolled then ways.graph_unrolled = graph_unrolled; table.insert(order, 2, "graph_unrolled") end
 for _, a in ipairs(ablate.ways) do ways[a.key] = a.run; order[#order + 1] = a.key end
 local t = {}
 for _, k in ipairs(order) do t[k] = {}; ways[k]() end   -- warm
@@ -158,12 +209,22 @@ for _ = 1, o.rounds do
   end
 end
 graph_loop(); gi = result(); assert(gi == ITERS)
+if graph_unrolled then   -- still right after the rounds
+  x:poison(); graph_unrolled(); local ui, ux = result()
+  assert(ui == ITERS and ffi.string(ux, N * 4) == ffi.string(gx, N * 4), "the unrolled while graph went wrong in the rounds")
+end
 local m = {}
 for _, k in ipairs(order) do m[k] = median(t[k]) end
 print(("device: %s, driver %d; %d rounds, median ms"):format(cuasync.device(0).name, device.driver_version(), o.rounds))
 print(("%-46s %10s %10s %8s  %s"):format("", "ms", "vs", "ratio", "target"))
 print(("%-46s %10.3f %10.3f %7.2fx  >= 3x"):format(("while graph vs host loop, %d sweeps"):format(ITERS),
   m.graph_loop, m.host_loop, m.host_loop / m.graph_loop))
+if graph_unrolled then
+  print(("%-46s %10.3f %10.3f %7.2fx  >= 3x"):format(("while graph, body x %d, vs host loop"):format(U),
+    m.graph_unrolled, m.host_loop, m.host_loop / m.graph_unrolled))
+else
+  print(("%-46s %10s %10s %8s  (--unroll %s)"):format("while graph, body x U", "-", "-", "-", "1: not run"))
+end
 print(("%-46s %10.3f %10.3f %7.1f%%  <= 10%%"):format(("node:set+launch vs update+launch, %d nodes"):format(NODES),
   m.edit, m.recapture, 100 * m.edit / m.recapture))
 print(("%-46s %10.3f %10.3f %7.1f%%  <= 10%%"):format("  the host's calls only (no synchronize)",

@@ -6,6 +6,9 @@
 //       than max_iters sweeps ran)
 //   jacobi_flag(x, y, n, tol, iters, max_iters, flag)   the same sweep, the answer written to
 //       *flag for the host to read
+//   jacobi_guarded(x, y, n, tol, iters, max_iters, done, c)   jacobi for a while body of several
+//       copies (g:while_(c, fn, { unroll = n })): once a sweep has set c to 0 it sets *done, and
+//       the copies after it in the same round return at once (no sweep, no count, no write)
 //   scale(y, x, a, n)                              y[i] = a * x[i]: a node whose scalar is edited
 #include <cuasync/graph.cuh>
 
@@ -50,6 +53,24 @@ extern "C" __global__ void jacobi_flag(const float *x, float *y, unsigned n, flo
         const unsigned k = *iters + 1;
         *iters = k;
         *flag = residual > tol && k < max_iters;
+    }
+}
+
+// *done is reset with *iters at the start of the graph. Every thread reads it before sweep()'s
+// first barrier and thread 0 writes it after the last, so the block agrees on it. The copy node
+// after this kernel in the body (y -> x) is harmless after the loop ended: the last sweep's copy
+// made x equal to y, and a returned copy leaves y as it was, so copying it again changes nothing.
+extern "C" __global__ void jacobi_guarded(const float *x, float *y, unsigned n, float tol, unsigned *iters,
+                                          unsigned max_iters, unsigned *done, cuasync::graph::condition c)
+{
+    if (*done) return;   // a copy of the body after the loop ended: c is 0 already
+    const float residual = sweep(x, y, n);
+    if (threadIdx.x == 0) {
+        const unsigned k = *iters + 1;
+        *iters = k;
+        const bool more = residual > tol && k < max_iters;
+        if (!more) *done = 1u;
+        cuasync::graph::set_condition(c, more);
     }
 }
 

@@ -24,7 +24,7 @@ describe("cuasync.graph.while_ / if_ / condition (CPU)", function()
     assert.is_nil(capture.state.active)
     local fn = function() end
     for _, case in ipairs({
-      { "while_", function() cuasync.graph.while_({}, fn) end, "g:while_(c, fn)" },
+      { "while_", function() cuasync.graph.while_({}, fn) end, "g:while_(c, fn[, opts])" },
       { "if_", function() cuasync.graph.if_({}, fn, fn) end, "g:if_(c, fn[, else_fn])" },
       { "condition", function() return cuasync.graph.condition{ default = 1 } end, "g:condition{...}" },
     }) do

@@ -1,6 +1,7 @@
 -- What examples/bench_graph_loop.lua adds beside its measured loop, checked without a GPU: the
 -- --ablate variants' program (graph_loop.cu's text and the variants, through NVRTC) and option
--- check (examples/lib/example/graph_loop_ablations.lua), and the cuda.core peer's runner
+-- check (examples/lib/example/graph_loop_ablations.lua), the --unroll option and the script's
+-- no-GPU line (every kernel compiled), and the cuda.core peer's runner
 -- (examples/lib/example/peer.lua) on stand-in python3 scripts: its result line read back, and
 -- each way it fails said. The peer script itself (examples/peers/graph_while.py) must compile
 -- under python3; where cuda.core does not import, running it says so (exit 2).
@@ -59,6 +60,18 @@ describe("bench_graph_loop's ablations and peer (CPU)", function()
     assert.truthy(why:find("must be a comma list of fused, copy-kernel, ", 1, true) and why:find("(got nope)", 1, true), why)
     local out, rc = H.sh("luajit examples/bench_graph_loop.lua --ablate nope")
     assert.equal(2, rc, out)
+  end)
+
+  it("--unroll takes off or an integer >= 1; without a GPU the script compiles every kernel, jacobi_guarded too, and says so", function()
+    for _, bad in ipairs({ "0", "2.5", "four" }) do
+      local out, rc = H.sh("luajit examples/bench_graph_loop.lua --unroll " .. bad .. " 2>&1")
+      assert.equal(2, rc, out)
+      assert.truthy(out:find("--unroll " .. bad .. " is not off or an integer >= 1", 1, true), out)
+    end
+    if H.gpu then return end   -- with a GPU the script runs the benchmark: the lead runs it by hand
+    local out, rc = H.sh("luajit examples/bench_graph_loop.lua --unroll 3 2>&1")
+    assert.equal(0, rc, out)
+    assert.truthy(out:find("^compiled graph_loop%.cu %(jacobi, jacobi_flag, jacobi_guarded, scale%) for sm_%w+ %(%d+ bytes%); runs skipped: "), out)
   end)
 
   it("the peer runner reads the result line, and says why where there is none", function()

@@ -2,13 +2,15 @@
 --   g:name("relax")                 names the node the next call makes (G.nodes.relax)
 --   local c = g:condition{ default = 1 }   a condition handle of the graph being captured
 --   g:while_(c, function(s2, g) ... end)   a while node: its body runs while c is non-zero
+--   g:while_(c, fn, { unroll = n })  fn called n times (fn(s2, g, round), round 1..n) in one body:
+--                                   the node's per-round cost paid once per n copies
 --   g:if_(c, then_fn[, else_fn])    an if (or if/else) node
 -- A body function gets a stream of its own, capturing into the body graph (cuStreamBeginCaptureToGraph);
 -- a kernel with a `cond` parameter takes c there (cuasync::graph::set_condition on the device).
 -- Refused by name before the driver sees them: a driver without conditional nodes (CUDA 12.3),
 -- nesting (12.4) or if/else (12.8); a condition of another capture or another graph level; a
 -- builder used after its capture ended.
--- The module-level forms cuasync.graph.condition{...} / .while_(c, fn) / .if_(c, fn[, else_fn])
+-- The module-level forms cuasync.graph.condition{...} / .while_(c, fn[, opts]) / .if_(c, fn[, else_fn])
 -- (DESIGN.md's contract) act on the capture open now, through its builder: inside a body, on
 -- that body (the record's stream is the innermost body's); outside a capture, refused by name.
 local ffi = require("ffi")
@@ -86,8 +88,39 @@ function GraphBuilder:condition(opts)
   return capture.condition(rec, h[0], graph_out[0], opts.name or ("c" .. rec.conditions), default)
 end
 
--- Capture fn(s2, g) into body graph `body` on a stream of its own (one per nesting depth).
-local function capture_body(self, rec, body, fn)
+-- The most copies of a while body one node takes: each copy is more nodes in the body graph (64
+-- copies of a kernel and a copy are 128 nodes), and by then the node's per-round cost is 1/64 of
+-- what it was, so more copies only add instantiation time and memory.
+M.MAX_UNROLL = 64
+
+-- opts of g:while_ -> the copies of the body (1 without opts).
+local function unroll_of(where, opts)
+  if type(opts) == "nil" then return 1 end   -- type(): a NULL cdata compares equal to nil
+  util.kind(where, "opts", opts, "table")
+  util.known_fields(where, opts, { unroll = true }, "opts")
+  local n = opts.unroll
+  if type(n) == "nil" then return 1 end
+  if not util.is_integer(n) then
+    util.fail(where, ("opts.unroll must be an integer, the copies of the body in one round (got %s)"):format(util.describe(n)))
+  end
+  if n < 1 then
+    util.fail(where, ("opts.unroll must be at least 1: the body is captured once or more (got %s)"):format(util.describe(n)))
+  end
+  if n > M.MAX_UNROLL then
+    util.fail(where, ("opts.unroll must be at most %d (got %s): each copy is more nodes in the body graph, and %d copies already pay the node's per-round cost once per %d rounds"):format(
+      M.MAX_UNROLL, util.describe(n), M.MAX_UNROLL, M.MAX_UNROLL))
+  end
+  return n
+end
+
+-- fn(s2, g, round) for round 1..rounds, in order: the copies of one body.
+local function copies(fn, s2, g, rounds)
+  for round = 1, rounds do fn(s2, g, round) end
+end
+
+-- Capture fn(s2, g[, round]) into body graph `body` on a stream of its own (one per nesting
+-- depth); given rounds (a while body), fn is called that many times in the same capture.
+local function capture_body(self, rec, body, fn, rounds)
   local depth = rec.depth + 1
   rec.body_streams = rec.body_streams or {}
   local s2 = rec.body_streams[depth]
@@ -103,7 +136,8 @@ local function capture_body(self, rec, body, fn)
   rec.outer[saved_handle] = true
   local list = {}
   rec.handle, rec.list, rec.depth = h2, list, depth
-  local ok, err = pcall(fn, s2, self)
+  local ok, err
+  if rounds then ok, err = pcall(copies, fn, s2, self, rounds) else ok, err = pcall(fn, s2, self) end
   local out = ffi.new("CUgraph[1]")
   local rc = C.cuasync_graph_end(h2, out, errbuf, ERRLEN)   -- out is body itself: the node owns it
   rec.handle, rec.list, rec.depth = saved_handle, saved_list, depth - 1
@@ -115,12 +149,13 @@ end
 
 local TYPES = { ["if"] = 0, ["while"] = 1 }
 
-local function conditional(self, where, kind, c, fns)
+local function conditional(self, where, kind, c, fns, opts)
   local rec = open(self, where)
   if not capture.is_condition(c) then
     util.fail(where, ("c must be a condition made by g:condition{...} (got %s)"):format(util.describe(c)))
   end
   for i, fn in ipairs(fns) do util.kind(where, i == 1 and "fn" or "else_fn", fn, "function") end
+  local rounds = kind == "while" and unroll_of(where, opts) or nil
   needs(where, "conditional nodes", M.NEEDS.conditional)
   if rec.depth > 0 then needs(where, "conditional nodes nested in a body", M.NEEDS.nested) end
   if #fns == 2 then needs(where, "if/else nodes (two bodies)", M.NEEDS.if_else) end
@@ -132,18 +167,24 @@ local function conditional(self, where, kind, c, fns)
   end
   local bodies = ffi.new("CUgraph[2]")
   native.check(C.cuasync_graph_conditional(rec.handle, c.handle, TYPES[kind], #fns, bodies, node_out, errbuf, ERRLEN))
-  local info = { kind = "conditional", type = kind, cond = c, bodies = {} }
+  local info = { kind = "conditional", type = kind, cond = c, bodies = {}, unroll = rounds }
   capture.enqueue(where, "the conditional node", rec.handle, nil, false, info)
   info.node = node_out[0]
-  for i, fn in ipairs(fns) do info.bodies[i] = capture_body(self, rec, bodies[i - 1], fn) end
+  for i, fn in ipairs(fns) do info.bodies[i] = capture_body(self, rec, bodies[i - 1], fn, rounds) end
   return self
 end
 
--- g:while_(c, fn): fn's work runs again and again while c is non-zero (checked before each round).
-function GraphBuilder:while_(c, fn) return conditional(self, "graph.while_", "while", c, { fn }) end
+-- g:while_(c, fn[, { unroll = n }]): fn's work runs again and again while c is non-zero (checked
+-- before each round). With unroll, a round is n copies of fn's work (fn(s2, g, round)); a copy that
+-- runs after c went to 0 must do nothing (the kernel checks a flag of its own).
+function GraphBuilder:while_(c, fn, opts) return conditional(self, "graph.while_", "while", c, { fn }, opts) end
 
--- g:if_(c, fn[, else_fn]): fn's work runs when c is non-zero, else_fn's when it is zero.
+-- g:if_(c, fn[, else_fn]): fn's work runs when c is non-zero, else_fn's when it is zero. It takes
+-- no opts: a table where else_fn goes is refused (unroll repeats a loop's body; an if body runs once).
 function GraphBuilder:if_(c, fn, else_fn)
+  if type(else_fn) == "table" then
+    util.fail("graph.if_", "else_fn is a table: g:if_ takes no opts (unroll is g:while_'s, a loop's body repeated; an if body runs at most once): give else_fn as a function or leave it out")
+  end
   return conditional(self, "graph.if_", "if", c, else_fn == nil and { fn } or { fn, else_fn })
 end
 
@@ -164,10 +205,10 @@ local function active(where, call)
   return M.new(rec)
 end
 
--- cuasync.graph.condition{...}, .while_(c, fn), .if_(c, fn[, else_fn]): g:condition / g:while_ /
--- g:if_ of the capture open now.
+-- cuasync.graph.condition{...}, .while_(c, fn[, opts]), .if_(c, fn[, else_fn]): g:condition /
+-- g:while_ / g:if_ of the capture open now.
 function M.condition(opts) return active("graph.condition", "g:condition{...}"):condition(opts) end
-function M.while_(c, fn) return active("graph.while_", "g:while_(c, fn)"):while_(c, fn) end
+function M.while_(c, fn, opts) return active("graph.while_", "g:while_(c, fn[, opts])"):while_(c, fn, opts) end
 function M.if_(c, fn, else_fn) return active("graph.if_", "g:if_(c, fn[, else_fn])"):if_(c, fn, else_fn) end
 
 M.GraphBuilder = GraphBuilder

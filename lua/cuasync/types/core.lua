@@ -80,14 +80,15 @@ function cuasync.sweep(spec) end
 function cuasync.tensormap(spec) end
 -- cuasync.graph(fn[, opts]) -> cuasync.Graph; its fields act on the capture open now (its builder's)
 ---@class cuasync.graph_maker
----@operator call(fun(s: cuasync.Stream, g: cuasync.GraphBuilder)): cuasync.Graph
+---@overload fun(fn: fun(s: cuasync.Stream, g: cuasync.GraphBuilder), opts?: { stream?: cuasync.Stream, name?: string }): cuasync.Graph
 cuasync.graph = {}
 ---@param opts? { default?: integer, name?: string }
 ---@return cuasync.GraphCondition
 function cuasync.graph.condition(opts) end
 ---@param c cuasync.GraphCondition
----@param fn fun(s: cuasync.Stream, g: cuasync.GraphBuilder)
-function cuasync.graph.while_(c, fn) end
+---@param fn fun(s: cuasync.Stream, g: cuasync.GraphBuilder, round: integer) round: 1..unroll
+---@param opts? { unroll?: integer } unroll: copies of fn's work in one round, 1..64 (default 1)
+function cuasync.graph.while_(c, fn, opts) end
 ---@param c cuasync.GraphCondition
 ---@param fn fun(s: cuasync.Stream, g: cuasync.GraphBuilder)
 ---@param else_fn? fun(s: cuasync.Stream, g: cuasync.GraphBuilder)

@@ -166,11 +166,12 @@ function GraphBuilder:name(label) end
 ---@return cuasync.GraphCondition
 function GraphBuilder:condition(opts) end
 ---@param c cuasync.GraphCondition
----@param fn fun(s: cuasync.Stream, g: cuasync.GraphBuilder)
+---@param fn fun(s: cuasync.Stream, g: cuasync.GraphBuilder, round: integer) round: 1..unroll
+---@param opts? { unroll?: integer } unroll: copies of fn's work in one round, 1..64 (default 1); a copy run after c went to 0 must do nothing
 ---@return cuasync.GraphBuilder
-function GraphBuilder:while_(c, fn) end
+function GraphBuilder:while_(c, fn, opts) end
 ---@param c cuasync.GraphCondition
 ---@param fn fun(s: cuasync.Stream, g: cuasync.GraphBuilder)
----@param else_fn? fun(s: cuasync.Stream, g: cuasync.GraphBuilder)
+---@param else_fn? fun(s: cuasync.Stream, g: cuasync.GraphBuilder) a function (an opts table here is refused: if_ takes none)
 ---@return cuasync.GraphBuilder
 function GraphBuilder:if_(c, fn, else_fn) end
