@@ -38,6 +38,7 @@
     X(cuMemcpyHtoDAsync, 3020, CUresult, (CUdeviceptr dst, const void *src, size_t bytes, CUstream s)) \
     X(cuMemcpyDtoHAsync, 3020, CUresult, (void *dst, CUdeviceptr src, size_t bytes, CUstream s)) \
     X(cuMemsetD8Async, 3020, CUresult, (CUdeviceptr dst, unsigned char value, size_t count, CUstream s)) \
+    X(cuMemsetD32Async, 3020, CUresult, (CUdeviceptr dst, unsigned int value, size_t count, CUstream s)) \
     X(cuModuleLoadData, 2000, CUresult, (CUmodule *mod, const void *image)) \
     X(cuModuleUnload, 2000, CUresult, (CUmodule mod)) \
     X(cuModuleGetFunction, 2000, CUresult, (CUfunction *fn, CUmodule mod, const char *name)) \

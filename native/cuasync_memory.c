@@ -112,3 +112,12 @@ int cuasync_mem_set8_async(CUdeviceptr dst, unsigned char value, size_t bytes, C
                "filling %zu bytes at device 0x%llx with 0x%02x on a stream", bytes, dst, value);
     return CUASYNC_OK;
 }
+
+int cuasync_mem_set32_async(CUdeviceptr dst, unsigned int value, size_t words, CUstream stream,
+                            char *err, size_t errlen)
+{
+    CUASYNC_READY(err, errlen);
+    CUASYNC_CU(cuMemsetD32Async, (dst, value, words, stream), err, errlen,
+               "filling %zu 32-bit words at device 0x%llx with 0x%08x on a stream", words, dst, value);
+    return CUASYNC_OK;
+}

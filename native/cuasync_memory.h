@@ -23,5 +23,8 @@ int cuasync_mem_dtoh_async(void *dst, CUdeviceptr src, size_t bytes, CUstream st
                            char *err, size_t errlen);
 int cuasync_mem_set8_async(CUdeviceptr dst, unsigned char value, size_t bytes, CUstream stream,
                            char *err, size_t errlen);
+/* dst (4-byte aligned) set to `words` copies of value, on a stream (the trace's per-launch epoch). */
+int cuasync_mem_set32_async(CUdeviceptr dst, unsigned int value, size_t words, CUstream stream,
+                            char *err, size_t errlen);
 
 #endif

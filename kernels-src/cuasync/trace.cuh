@@ -43,7 +43,7 @@ struct header {            // lua/cuasync/trace/layout.lua declares the same lay
     unsigned slots;        // slots the host made room for (a slot past them is dropped, counted)
     unsigned cap;          // events per ring (CUASYNC_TRACE_EVENTS)
     unsigned dropped;      // events of slots past `slots`
-    unsigned epoch;        // this launch's: an event of an earlier launch is not read
+    unsigned epoch;        // not written (0): each event carries its launch's epoch (params)
     unsigned pad_[3];
 };
 struct slot { unsigned count, sm, block, rank; };   // count: ring 0's events
