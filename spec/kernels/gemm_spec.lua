@@ -90,6 +90,9 @@ describe("gemm", function()
       'epilogue "tma" needs n a multiple of 4')
     assert.error_matches(function() gemm.plan{ stages = 2, bm = 128, bn = 128, m = 64, n = 64, k = 64, cluster = 4 } end,
       "cluster must be 1 or 2")
+    -- a misspelt option is refused, not built as the default
+    assert.error_matches(function() gemm.plan{ stages = 2, bm = 128, bn = 128, m = 64, n = 64, k = 64, schedul = "pingpong" } end,
+      "unknown field 'schedul' in plan options", nil, true)
   end)
 
   -- The rungs exactly as examples/gemm_ablation.lua builds them: its RUNGS block (plain tables and

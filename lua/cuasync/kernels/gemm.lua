@@ -75,10 +75,21 @@ M.RELEASE = "warpgroup"
 --   schedule: "cooperative" (default: gemm_tma.cu, BM / 64 consumer warpgroups share a tile) or
 --     "pingpong" (gemm_pingpong.cu: two consumer warpgroups on alternate tiles, taking turns;
 --     kernels/gemm_pingpong.lua has its plan and refusals).
+--   consumers: with "pingpong", the consumer warpgroups that take turns (2, the default; any other
+--     count is refused: the ordered barrier alternates two).
 M.ABLATE = { serial_release = "SERIAL_RELEASE", release_cluster = "RELEASE_CLUSTER", a_leader = "A_LEADER",
              trace = "TRACE" }
+-- gemm.plan's options: a misspelt one (schedul) would otherwise build the default silently.
+-- watchdog and trace are the program's, which gemm.build and callers of gemm.program pass in the
+-- same table.
+local FIELDS = { watchdog = true, trace = true, stages = true, bm = true, bn = true, tile = true, m = true, n = true, k = true, a = true, b = true,
+                 cluster = true, epilogue = true, release = true, multicast = true, raster = true, scheduler = true,
+                 splits = true, mode = true, sms = true, out = true, pdl = true, ablate = true, schedule = true,
+                 consumers = true }
+
 function M.plan(o)
   util.kind("gemm", "argument", o, "table")
+  util.known_fields("gemm", o, FIELDS, "plan options")
   if o.tile ~= nil then
     local q = {}
     for k, v in pairs(o) do q[k] = v end
