@@ -177,6 +177,15 @@ describe("sweep repeat: runs compared", function()
     assert.matches("rows stable in every run: the largest range is 2.2% (k=2)", text, 1, true)
   end)
 
+  it("lays out variant keys of any length (a GEMM's run past string.format's 99-column width)", function()
+    local a, b = doc({ 1.00, 0.90 }), doc({ 1.01, 0.91 })
+    local long = ("x"):rep(140)
+    for _, d in ipairs({ a, b }) do d.order = { long }; for _, r in ipairs(d.rows) do r.params = { [long] = r.params.k } end end
+    local text = compare.text(compare.compare({ a, b }))
+    assert.matches("\nvariant" .. (" "):rep(#long + 2 - 7) .. "    run 1", text, 1, true)   -- the key is long .. "=1"
+    assert.matches("\n" .. long .. "=2 ", text, 1, true)
+  end)
+
   it("runs a host sweep script twice in separate processes and compares them (examples/repeat.lua)", function()
     local dir = H.tmpdir()
     H.write(dir .. "/s.lua", [[

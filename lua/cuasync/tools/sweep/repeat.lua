@@ -80,7 +80,9 @@ function M.text(c, top)
   end
   local width = 7
   for i = 1, math.min(#c.variants, top or 15) do width = math.max(width, #c.variants[i].key) end
-  local head = { ("%-" .. width .. "s"):format("variant") }
+  -- padded by hand: string.format takes widths below 100, and a variant's key is often longer
+  local function pad(s) return s .. (" "):rep(width - #s) end
+  local head = { pad("variant") }
   for i = 1, #c.runs do head[#head + 1] = ("%8s"):format("run " .. i) end
   head[#head + 1] = "   range  stable"
   out[#out + 1] = table.concat(head, " ")
@@ -88,7 +90,7 @@ function M.text(c, top)
   for k, v in ipairs(c.variants) do
     if v.stable and v.range and (not worst or v.range > worst.range) then worst = v end
     if k <= (top or 15) then
-      local line = { ("%-" .. width .. "s"):format(v.key) }
+      local line = { pad(v.key) }
       for i = 1, #c.runs do line[#line + 1] = v.figures[i] and ("%8.4g"):format(v.figures[i]) or ("%8s"):format("-") end
       line[#line + 1] = ("  %5.1f%%  %s"):format(100 * (v.range or 0), v.stable and "yes" or "no")
       out[#out + 1] = table.concat(line, " ")
