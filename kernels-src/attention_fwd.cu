@@ -55,6 +55,18 @@ constexpr bool MOVE_REGS = CONSUMERS > 1;
 
 #define NEG_INF (-__int_as_float(0x7f800000))   // -inf (no math header under NVRTC)
 
+// ex2.approx.ftz.f32 d, a;                                            // PTX ISA 1.0, sm_20 (.ftz)
+// 2^x as one MUFU.EX2. exp2f (no fast-math) is ex2.approx.f32 without .ftz, which ptxas wraps in
+// a subnormal fix-up: FSETP and two predicated FMULs per element of S. Flushed: results below
+// 2^-126 become 0, inputs below 2^-126 count as 0 (2^0 = 1, as 2^tiny is); far under bf16 P's
+// rounding.
+__device__ __forceinline__ float exp2_ftz(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
 // The max and the sum of a row over the 4 threads of a quad that hold it.
 __device__ __forceinline__ float quad_max(float x)
 {
@@ -114,12 +126,12 @@ __device__ __forceinline__ void softmax(float (&sc)[KV_TILE / 2], float (&m)[2],
     for (unsigned r = 0; r < 2; ++r) {
         mx[r] = quad_max(mx[r]);
         base[r] = mx[r] == NEG_INF ? 0.f : mx[r] * scale_log2;   // a row with no column yet: exp2(-inf) = 0, never NaN
-        corr[r] = exp2f(m[r] * scale_log2 - base[r]);
+        corr[r] = exp2_ftz(m[r] * scale_log2 - base[r]);
         m[r] = mx[r];
     }
 #pragma unroll
     for (unsigned i = 0; i < KV_TILE / 2; ++i) {
-        sc[i] = exp2f(sc[i] * scale_log2 - base[(i / 2u) % 2u]);
+        sc[i] = exp2_ftz(sc[i] * scale_log2 - base[(i / 2u) % 2u]);   // one FFMA, one MUFU
         sum[(i / 2u) % 2u] += sc[i];
     }
 #pragma unroll
