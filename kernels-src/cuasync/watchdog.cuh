@@ -73,6 +73,11 @@ __device__ __forceinline__ void exit_thread()
 #ifndef CUASYNC_WATCHDOG_GRACE_NS
 #define CUASYNC_WATCHDOG_GRACE_NS 200000ull
 #endif
+#ifdef CUASYNC_WATCHDOG_INLINE   // the time-out path (give_up, leave): inlined or called
+#define CUASYNC_WATCHDOG_COLD __forceinline__
+#else
+#define CUASYNC_WATCHDOG_COLD __noinline__
+#endif
 
 namespace cuasync {
 namespace watchdog {
@@ -109,12 +114,6 @@ namespace watchdog {
 __device__ __forceinline__ bool aborted() { return *(volatile unsigned *)&cuasync_watchdog_abort != 0u; }
 
 // Leave: a grace period for copies still landing in this block's shared memory, then exit.
-#ifdef CUASYNC_WATCHDOG_INLINE
-#define CUASYNC_WATCHDOG_COLD __forceinline__
-#else
-#define CUASYNC_WATCHDOG_COLD __noinline__
-#endif
-
 __device__ CUASYNC_WATCHDOG_COLD void leave()
 {
     pause_ns((unsigned long long)(CUASYNC_WATCHDOG_GRACE_NS));

@@ -227,7 +227,7 @@ function M.parse(dir)
             j = j + 1
           end
           local s = table.concat(sig, " "):gsub("__device__%s*", ""):gsub("__forceinline__%s*", "")
-          s = s:gsub("__noinline__%s*", ""):gsub("%s+", " ")
+          s = s:gsub("__noinline__%s*", ""):gsub("CUASYNC_WATCHDOG_COLD%s*", ""):gsub("%s+", " ")   -- watchdog.cuh: one of the two
           s = trim(s:gsub("%)%s*:%s*[%w_]+%([^)]*%)%s*$", ")"))   -- a constructor's initializer list
           if st.template then s = st.template .. " " .. s end
           local name = s:match("([%a_][%w_]*)%s*%(")
