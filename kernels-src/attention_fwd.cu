@@ -119,11 +119,17 @@ __device__ __forceinline__ void softmax(float (&sc)[KV_TILE / 2], float (&m)[2],
             if (col >= s || (CAUSAL && col > row)) sc[i] = NEG_INF;
         }
     }
-    float mx[2] = { m[0], m[1] }, base[2], sum[2] = { 0.f, 0.f };
+    // The row max in four chains a row (register i in chain (i / 4) % 4), joined at the end: every
+    // exponential waits on it, and one chain would be KV_TILE / 2 dependent FMNMX long. fmaxf
+    // is exact in any order, so the max is the same; the count of FMNMX is too.
+    float part[2][4], mx[2], base[2], sum[2] = { 0.f, 0.f };
 #pragma unroll
-    for (unsigned i = 0; i < KV_TILE / 2; ++i) mx[(i / 2u) % 2u] = fmaxf(mx[(i / 2u) % 2u], sc[i]);
+    for (unsigned i = 0; i < 16u; i += 2) part[(i / 2u) % 2u][i / 4u] = fmaxf(sc[i], sc[i + 1]);
+#pragma unroll
+    for (unsigned i = 16; i < KV_TILE / 2; ++i) part[(i / 2u) % 2u][(i / 4u) % 4u] = fmaxf(part[(i / 2u) % 2u][(i / 4u) % 4u], sc[i]);
 #pragma unroll
     for (unsigned r = 0; r < 2; ++r) {
+        mx[r] = fmaxf(fmaxf(fmaxf(part[r][0], part[r][1]), fmaxf(part[r][2], part[r][3])), m[r]);
         mx[r] = quad_max(mx[r]);
         base[r] = mx[r] == NEG_INF ? 0.f : mx[r] * scale_log2;   // a row with no column yet: exp2(-inf) = 0, never NaN
         corr[r] = exp2_ftz(m[r] * scale_log2 - base[r]);
