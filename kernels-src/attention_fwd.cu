@@ -23,6 +23,7 @@
 #include <cuasync/tma.cuh>
 #include <cuasync/wgmma.cuh>
 #include <cuasync/warpgroup.cuh>
+#include <cuasync/fastmath.cuh>
 #include <cuasync/pipelines/attn.cuh>
 
 #if !defined(D) || !defined(Q_TILE) || !defined(KV_TILE) || !defined(CAUSAL) || !defined(OUT_F32) || !defined(PINGPONG) || \
@@ -33,6 +34,7 @@
 typedef cuasync::pipelines::attn Plan;
 typedef cuasync::pipeline<Plan> Pipe;
 namespace wg = cuasync::wgmma;
+namespace fm = cuasync::fastmath;
 
 constexpr unsigned CONSUMERS = Q_TILE / 64;
 constexpr unsigned SPAN = 64;          // bf16 columns in one 128-byte swizzle row: a box's width
@@ -54,18 +56,6 @@ constexpr int CONSUMER_REGS = (RAISED > MAX_REGS ? MAX_REGS : RAISED) / 8 * 8;
 constexpr bool MOVE_REGS = CONSUMERS > 1;
 
 #define NEG_INF (-__int_as_float(0x7f800000))   // -inf (no math header under NVRTC)
-
-// ex2.approx.ftz.f32 d, a;                                            // PTX ISA 1.0, sm_20 (.ftz)
-// 2^x as one MUFU.EX2. exp2f (no fast-math) is ex2.approx.f32 without .ftz, which ptxas wraps in
-// a subnormal fix-up: FSETP and two predicated FMULs per element of S. Flushed: results below
-// 2^-126 become 0, inputs below 2^-126 count as 0 (2^0 = 1, as 2^tiny is); far under bf16 P's
-// rounding.
-__device__ __forceinline__ float exp2_ftz(float x)
-{
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-    return y;
-}
 
 // The max and the sum of a row over the 4 threads of a quad that hold it.
 __device__ __forceinline__ float quad_max(float x)
@@ -132,12 +122,12 @@ __device__ __forceinline__ void softmax(float (&sc)[KV_TILE / 2], float (&m)[2],
         mx[r] = fmaxf(fmaxf(fmaxf(part[r][0], part[r][1]), fmaxf(part[r][2], part[r][3])), m[r]);
         mx[r] = quad_max(mx[r]);
         base[r] = mx[r] == NEG_INF ? 0.f : mx[r] * scale_log2;   // a row with no column yet: exp2(-inf) = 0, never NaN
-        corr[r] = exp2_ftz(m[r] * scale_log2 - base[r]);
+        corr[r] = fm::exp2_ftz(m[r] * scale_log2 - base[r]);
         m[r] = mx[r];
     }
 #pragma unroll
     for (unsigned i = 0; i < KV_TILE / 2; ++i) {
-        sc[i] = exp2_ftz(sc[i] * scale_log2 - base[(i / 2u) % 2u]);   // one FFMA, one MUFU
+        sc[i] = fm::exp2_ftz(sc[i] * scale_log2 - base[(i / 2u) % 2u]);   // one FFMA, one MUFU
         sum[(i / 2u) % 2u] += sc[i];
     }
 #pragma unroll
