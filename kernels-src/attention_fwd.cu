@@ -23,6 +23,7 @@
 #include <cuasync/tma.cuh>
 #include <cuasync/wgmma.cuh>
 #include <cuasync/warpgroup.cuh>
+#include <cuasync/fastmath.cuh>
 #include <cuasync/pipelines/attn.cuh>
 
 #if !defined(D) || !defined(Q_TILE) || !defined(KV_TILE) || !defined(CAUSAL) || !defined(OUT_F32) || !defined(PINGPONG) || \
@@ -33,6 +34,7 @@
 typedef cuasync::pipelines::attn Plan;
 typedef cuasync::pipeline<Plan> Pipe;
 namespace wg = cuasync::wgmma;
+namespace fm = cuasync::fastmath;
 
 constexpr unsigned CONSUMERS = Q_TILE / 64;
 constexpr unsigned SPAN = 64;          // bf16 columns in one 128-byte swizzle row: a box's width
@@ -107,19 +109,25 @@ __device__ __forceinline__ void softmax(float (&sc)[KV_TILE / 2], float (&m)[2],
             if (col >= s || (CAUSAL && col > row)) sc[i] = NEG_INF;
         }
     }
-    float mx[2] = { m[0], m[1] }, base[2], sum[2] = { 0.f, 0.f };
+    // The row max in four chains a row (register i in chain (i / 4) % 4), joined at the end: every
+    // exponential waits on it, and one chain would be KV_TILE / 2 dependent FMNMX long. fmaxf
+    // is exact in any order, so the max is the same; the count of FMNMX is too.
+    float part[2][4], mx[2], base[2], sum[2] = { 0.f, 0.f };
 #pragma unroll
-    for (unsigned i = 0; i < KV_TILE / 2; ++i) mx[(i / 2u) % 2u] = fmaxf(mx[(i / 2u) % 2u], sc[i]);
+    for (unsigned i = 0; i < 16u; i += 2) part[(i / 2u) % 2u][i / 4u] = fmaxf(sc[i], sc[i + 1]);
+#pragma unroll
+    for (unsigned i = 16; i < KV_TILE / 2; ++i) part[(i / 2u) % 2u][(i / 4u) % 4u] = fmaxf(part[(i / 2u) % 2u][(i / 4u) % 4u], sc[i]);
 #pragma unroll
     for (unsigned r = 0; r < 2; ++r) {
+        mx[r] = fmaxf(fmaxf(fmaxf(part[r][0], part[r][1]), fmaxf(part[r][2], part[r][3])), m[r]);
         mx[r] = quad_max(mx[r]);
         base[r] = mx[r] == NEG_INF ? 0.f : mx[r] * scale_log2;   // a row with no column yet: exp2(-inf) = 0, never NaN
-        corr[r] = exp2f(m[r] * scale_log2 - base[r]);
+        corr[r] = fm::exp2_ftz(m[r] * scale_log2 - base[r]);
         m[r] = mx[r];
     }
 #pragma unroll
     for (unsigned i = 0; i < KV_TILE / 2; ++i) {
-        sc[i] = exp2f(sc[i] * scale_log2 - base[(i / 2u) % 2u]);
+        sc[i] = fm::exp2_ftz(sc[i] * scale_log2 - base[(i / 2u) % 2u]);   // one FFMA, one MUFU
         sum[(i / 2u) % 2u] += sc[i];
     }
 #pragma unroll

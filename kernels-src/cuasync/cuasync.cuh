@@ -15,5 +15,6 @@
 #include <cuasync/scheduler.cuh>
 #include <cuasync/turnstile.cuh>
 #include <cuasync/warpgroup.cuh>
+#include <cuasync/fastmath.cuh>
 #include <cuasync/pdl.cuh>
 #include <cuasync/graph.cuh>

@@ -8,6 +8,10 @@
 // usable (CUASYNC_WATCHDOG_TRAP makes it `trap` instead, for a core dump). The host reads the
 // record at its next synchronize (lua/cuasync/watchdog.lua).
 // Without it: CUASYNC_WAIT_LIMIT (a spin count) makes an endless wait trap; else waits are plain.
+// CUASYNC_WATCHDOG_INLINE: the time-out path (give_up, leave) is inlined at each wait instead of
+// called. For kernels that raise registers with setmaxnreg: a call in the raised region makes
+// ptxas (CUDA 13.0) allocate that region under the launch's cap instead (attention_fwd.cu, d 128:
+// 80-232 bytes of spills and wgmma serialized, C7512; none inlined). Costs code size per wait.
 // A cluster barrier wait (barrier.cluster.wait) blocks in hardware and has no try form: it is not
 // bounded.
 #pragma once
@@ -69,6 +73,11 @@ __device__ __forceinline__ void exit_thread()
 #ifndef CUASYNC_WATCHDOG_GRACE_NS
 #define CUASYNC_WATCHDOG_GRACE_NS 200000ull
 #endif
+#ifdef CUASYNC_WATCHDOG_INLINE   // the time-out path (give_up, leave): inlined or called
+#define CUASYNC_WATCHDOG_COLD __forceinline__
+#else
+#define CUASYNC_WATCHDOG_COLD __noinline__
+#endif
 
 namespace cuasync {
 namespace watchdog {
@@ -105,7 +114,7 @@ namespace watchdog {
 __device__ __forceinline__ bool aborted() { return *(volatile unsigned *)&cuasync_watchdog_abort != 0u; }
 
 // Leave: a grace period for copies still landing in this block's shared memory, then exit.
-__device__ __noinline__ void leave()
+__device__ CUASYNC_WATCHDOG_COLD void leave()
 {
     pause_ns((unsigned long long)(CUASYNC_WATCHDOG_GRACE_NS));
     exit_thread();
@@ -119,7 +128,7 @@ __device__ __noinline__ void leave()
 // mov.u32 r, %laneid;                                                  // PTX ISA 1.3, sm_10
 // mbarrier.test_wait.parity.shared::cta.b64 p, [bar], 0;               // PTX ISA 7.1, sm_80
 // ld.volatile.shared.u32 r, [progress];                                // PTX ISA 1.0, sm_10
-__device__ __noinline__ void give_up(site s, unsigned long long t0, unsigned long long waited)
+__device__ CUASYNC_WATCHDOG_COLD void give_up(site s, unsigned long long t0, unsigned long long waited)
 {
     const unsigned long long key = ~t0;
     atomicMax(&cuasync_watchdog_first, key);

@@ -97,7 +97,10 @@ function M.program(P, opts)
   spec.defines = { D = p.d, Q_TILE = p.q_tile, KV_TILE = p.kv_tile, CAUSAL = p.causal and 1 or 0,
                    OUT_F32 = p.out == "f32" and 1 or 0,
                    PINGPONG = p.schedule == "pingpong" and 1 or 0, OVERLAP = p.overlap and 1 or 0, Q_TX = P.q_tx, Q_BOX_SMEM = P.q_box_smem, Q_BARRIER = P.q_bytes,
-                   PRODUCER_REGS = model.PRODUCER_REGS, MAX_REGS = model.MAX_REGS }
+                   PRODUCER_REGS = model.PRODUCER_REGS, MAX_REGS = model.MAX_REGS,
+                   -- the watchdog's time-out path inlined: a call in the loop would cost the
+                   -- consumers their setmaxnreg raise (kernels-src/cuasync/watchdog.cuh)
+                   CUASYNC_WATCHDOG_INLINE = 1 }
   return P:program(spec)
 end
 

@@ -10,7 +10,9 @@ M.HEAD_DIMS = { [64] = true, [128] = true }
 M.KV_TILES = { [64] = true, [128] = true }
 M.SCHEDULES = { cooperative = true, pingpong = true }
 M.OUTS = { bf16 = 2, f32 = 4 }
-M.PRODUCER_REGS = 40   -- the producer warpgroup's registers after setmaxnreg.dec (attention_fwd.cu)
+M.PRODUCER_REGS = 24   -- the producer warpgroup's registers after setmaxnreg.dec (attention_fwd.cu): one
+                       -- thread issues TMA (ptxas: R21 at most); FlashAttention-3 keeps 24 (2 consumer
+                       -- warpgroups: the consumers 240; 3: 160, with which d 64 q_tile 192 overlap no longer spills)
 M.MAX_REGS = 240       -- the most a consumer warpgroup asks for (setmaxnreg.inc)
 -- Registers a consumer thread needs besides its fragments (indices, row max and sum, descriptors,
 -- addresses): an estimate, checked against ptxas (spec/kernels/attention_spec.lua reports spills).

@@ -14,7 +14,7 @@ local M = {}
 
 -- The headers in the order a reader meets them (one concept each).
 M.ORDER = { "arch", "mbarrier", "cp_async", "bulk", "tma", "cluster", "ring", "pipeline", "pipeline_cp_async", "order", "trace", "watchdog", "pdl", "graph", "warpgroup",
-            "wgmma", "scheduler", "turnstile", "cuasync" }
+            "wgmma", "fastmath", "scheduler", "turnstile", "cuasync" }
 
 local function trim(s) return (s:gsub("^%s+", ""):gsub("%s+$", "")) end
 
@@ -227,7 +227,7 @@ function M.parse(dir)
             j = j + 1
           end
           local s = table.concat(sig, " "):gsub("__device__%s*", ""):gsub("__forceinline__%s*", "")
-          s = s:gsub("__noinline__%s*", ""):gsub("%s+", " ")
+          s = s:gsub("__noinline__%s*", ""):gsub("CUASYNC_WATCHDOG_COLD%s*", ""):gsub("%s+", " ")   -- watchdog.cuh: one of the two
           s = trim(s:gsub("%)%s*:%s*[%w_]+%([^)]*%)%s*$", ")"))   -- a constructor's initializer list
           if st.template then s = st.template .. " " .. s end
           local name = s:match("([%a_][%w_]*)%s*%(")
