@@ -13,7 +13,7 @@
 -- beside cuBLAS on the same inputs in interleaved rounds.
 -- C = A * B^T: A m x k, B n x k (bf16), C m x n (f32 or bf16). TFLOP/s counts 2 m n k.
 --   luajit examples/gemm_sweep.lua [--m 8192] [--n 8192] [--k 8192] [--stages 2,3,4] [--tiles 128x128,128x256]
---     [--clusters 1,2] [--raster 1,16] [--epilogue tma,direct] [--schedulers persistent,stream_k,split_k]
+--     [--clusters 1,2] [--raster 1,16] [--epilogue tma,direct] [--store-buffers 1,2] [--schedulers persistent,stream_k,split_k]
 --     [--splits 2,4] [--out-types f32,bf16] [--pdl off,on] [--schedules cooperative,pingpong] [--release warpgroup] [--out build]
 --   luajit examples/gemm_sweep.lua --family [--shapes 128x8192x8192,...] [axes as above]: every shape of FAMILY
 --     (or those given), one table of the best of each
@@ -44,6 +44,7 @@ local o = cli.script{ sweep = true, options = {
   { "--clusters LIST", "cluster sizes (2: the A tile multicast to both blocks)", default = { 1, 2 } },
   { "--raster LIST", "tile rows per band of the tile order (default 1,16; --family: 16)", type = "ints" },
   { "--epilogue LIST", "tma, direct", default = { "tma" } },
+  { "--store-buffers LIST", "the TMA epilogue's chunk buffers a warpgroup: 1, 2 (2: a chunk written while the last one's store reads)", type = "ints", default = { 1, 2 } },
   { "--schedules LIST", "cooperative, pingpong (pingpong: tiles 128x128, 64x256, ...; cluster 1)", default = { "cooperative", "pingpong" } },
   { "--schedulers LIST", "persistent, stream_k, split_k", default = { "persistent", "stream_k", "split_k" } },
   { "--splits LIST", "split_k's k-ranges per tile", default = { 2, 4 } },
@@ -85,7 +86,7 @@ local function opts(p, m, n, k, out)
   local kind, splits = p.sched:match("^(split_k):(%d+)$")
   return { stages = p.stages, tile = p.tile, m = m, n = n, k = k, cluster = p.cluster, epilogue = p.epilogue, raster = p.raster,
            release = o.release, scheduler = kind or p.sched, splits = tonumber(splits), out = out, pdl = p.pdl == "on", sms = SMS,
-           schedule = p.schedule }
+           schedule = p.schedule, store_buffers = p.buffers }
 end
 
 -- The sweep of one shape and output type; data() gives its inputs (made on first use).
@@ -94,8 +95,8 @@ local function sweep(m, n, k, out, axes, data)
   return cuasync.sweep{
     name = ("gemm_%dx%dx%d%s"):format(m, n, k, out == "f32" and "" or "_" .. out),
     params = { stages = axes.stages, tile = axes.tiles, cluster = axes.clusters, raster = axes.raster, epilogue = o.epilogue,
-               sched = scheds, pdl = axes.pdl, schedule = o.schedules },
-    order = { "schedule", "sched", "cluster", "tile", "epilogue", "raster", "pdl", "stages" },
+               sched = scheds, pdl = axes.pdl, schedule = o.schedules, buffers = o.store_buffers },
+    order = { "schedule", "sched", "cluster", "tile", "epilogue", "buffers", "raster", "pdl", "stages" },
     unit = "TFLOP/s", rounds = o.rounds, reps = o.reps,
     -- the sweep's own rules, from the shape: a raster whose order a smaller listed one gives
     -- already (bands no taller than the tile rows), a tile twice as tall as the output, a 64-row

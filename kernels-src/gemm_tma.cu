@@ -15,7 +15,9 @@
 //     tile; each loads half of it (the map's box: BM / 2 rows) and multicasts it to both. The
 //     scheduler's tile is then the pair (BM x 2 BN): rank r takes the r-th half.
 //   EPILOGUE = 1: C goes out through TMA stores of 64 x 32 chunks staged in the plan's scratch
-//     region (one chunk buffer per consumer warpgroup); 0: each thread stores its accumulators.
+//     region (STORE_BUFFERS chunk buffers per consumer warpgroup, used in turn: with 2, a chunk is
+//     written while the store of the one before still reads its buffer); 0: each thread stores its
+//     accumulators.
 //     The loads' out-of-bounds fill is zero; both epilogues store only inside C.
 //   OUT_BF16 = 1: C is bf16 (each accumulator rounded to nearest even); 0: f32.
 //   PDL = 1: every thread waits for the grid before it on the stream (griddepcontrol.wait) before
@@ -51,6 +53,9 @@
 #endif
 #ifndef OUT_BF16
 #define OUT_BF16 0
+#endif
+#ifndef STORE_BUFFERS
+#define STORE_BUFFERS 1
 #endif
 #ifndef PDL
 #define PDL 0
@@ -122,7 +127,9 @@ static_assert(Plan::load_box_bytes[Plan::a] * SLICES == BM * BK * 2 && Plan::loa
               "the plan's loads are the BM x 64 A tile (in CLUSTER slices when multicast) and the BN x 64 B tile, bf16");
 static_assert(Plan::cluster_size == CLUSTER && Plan::load_slices[Plan::a] == SLICES,
               "the plan's cluster is CLUSTER along x, A multicast when MULTICAST");
-static_assert(!EPILOGUE || Plan::scratch_bytes >= CONSUMERS * 64 * CHUNK_COLS * sizeof(out_t), "the TMA epilogue needs its scratch");
+static_assert(STORE_BUFFERS == 1 || STORE_BUFFERS == 2, "STORE_BUFFERS is 1 or 2");
+static_assert(!EPILOGUE || Plan::scratch_bytes >= STORE_BUFFERS * CONSUMERS * 64 * CHUNK_COLS * sizeof(out_t),
+              "the TMA epilogue needs its scratch");
 static_assert(Sched::bm == BM && Sched::bn == BN * CLUSTER && Sched::bk == BK,
               "the scheduler's tile is the block's (a cluster's pair of tiles along N with CLUSTER = 2)");
 static_assert(CLUSTER == 1 || Sched::kind == sch::persistent, "a cluster pairs whole tiles: the persistent walk only");
@@ -219,7 +226,8 @@ extern "C" __global__ void __launch_bounds__(Plan::block, 1) gemm_tma(const __gr
 #endif
     float acc[BN / 2];
 #if EPILOGUE
-    out_t *chunk = reinterpret_cast<out_t *>(pipe.scratch()) + c * 64u * CHUNK_COLS;
+    out_t *const chunks = reinterpret_cast<out_t *>(pipe.scratch()) + c * 64u * CHUNK_COLS;
+    unsigned store_slot = 0u;   // the chunk buffer next written (STORE_BUFFERS in turn, across tiles)
 #endif
     const ts::group fix{ FIXUP_BARRIER, 128u * CONSUMERS, threadIdx.x == 128u };
     (void)fix; (void)work; (void)flags; (void)epoch;
@@ -276,7 +284,11 @@ extern "C" __global__ void __launch_bounds__(Plan::block, 1) gemm_tma(const __gr
         // 64 x 32 chunks through shared memory; the TMA store clips at the edges of C
 #pragma unroll
         for (unsigned j = 0; j < BN / CHUNK_COLS; ++j) {
-            if (tid == 0) cuasync::bulk::wait_group_read<0>();   // the last store has read the chunk
+            // the store that last used this buffer has read it (with two buffers, the one after
+            // it, on the other buffer, may still be reading)
+            if (tid == 0) cuasync::bulk::wait_group_read<STORE_BUFFERS - 1>();
+            out_t *const chunk = chunks + store_slot * (CONSUMERS * 64u * CHUNK_COLS);
+            store_slot = STORE_BUFFERS == 2 ? store_slot ^ 1u : 0u;
             cuasync::warpgroup::sync(1u + c);   // consumer warpgroup c: named barrier 1 + c
 #pragma unroll
             for (unsigned i = j * (CHUNK_COLS / 2); i < (j + 1) * (CHUNK_COLS / 2); ++i)

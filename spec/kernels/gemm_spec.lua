@@ -93,6 +93,13 @@ describe("gemm", function()
     -- a misspelt option is refused, not built as the default
     assert.error_matches(function() gemm.plan{ stages = 2, bm = 128, bn = 128, m = 64, n = 64, k = 64, schedul = "pingpong" } end,
       "unknown field 'schedul' in plan options", nil, true)
+    -- the TMA epilogue's chunk buffers: 1 or 2, and only there
+    local base = { stages = 2, bm = 128, bn = 128, m = 64, n = 64, k = 64 }
+    local function with(t) local q = {} for key, v in pairs(base) do q[key] = v end for key, v in pairs(t) do q[key] = v end return q end
+    assert.error_matches(function() gemm.plan(with{ store_buffers = 3 }) end, "store_buffers must be 1 or 2 (got 3)", nil, true)
+    assert.error_matches(function() gemm.plan(with{ store_buffers = 2, epilogue = "direct" }) end,
+      'store_buffers = 2 is the cooperative schedule\'s TMA epilogue (got epilogue = "direct", schedule = "cooperative")', nil, true)
+    assert.equal(2 * gemm.plan(with{}).scratch_bytes, gemm.plan(with{ store_buffers = 2 }).scratch_bytes)
   end)
 
   -- The rungs exactly as examples/gemm_ablation.lua builds them: its RUNGS block (plain tables and
@@ -209,11 +216,13 @@ describe("gemm", function()
       for _, t in ipairs(gemm.TILES) do
         for _, cl in ipairs({ 1, 2 }) do
           -- the TMA epilogue where its store map can be (n a multiple of 4), the direct one always
-          for _, ep in ipairs(n % 4 == 0 and { "tma", "direct" } or { "direct" }) do
+          -- (tma2: the TMA epilogue with two chunk buffers a warpgroup, store_buffers = 2)
+          for _, ep in ipairs(n % 4 == 0 and { "tma", "tma2", "direct" } or { "direct" }) do
             local bm, bn = gemm.tile(t)
             -- rasters of 1..3 tile rows and both release forms, in turn
             local raster, release = 1 + #lines % 3, (#lines % 2 == 0) and "warp" or "warpgroup"
-            local P = gemm.plan{ stages = 3, bm = bm, bn = bn, m = m, n = n, k = k, a = A, b = B, cluster = cl, epilogue = ep,
+            local P = gemm.plan{ stages = 3, bm = bm, bn = bn, m = m, n = n, k = k, a = A, b = B, cluster = cl,
+                                 epilogue = ep == "tma2" and "tma" or ep, store_buffers = ep == "tma2" and 2 or nil,
                                  raster = raster, release = release }
             C:fill(0xFF)   -- NaN: an element the kernel misses cannot pass
             local kern = gemm.kernel(P)

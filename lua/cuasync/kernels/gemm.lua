@@ -11,7 +11,7 @@
 -- cluster = 2: the two blocks of a cluster share the A tile (each loads half, multicast);
 -- epilogue = "tma": C leaves through TMA stores of 64 x 32 chunks staged in the plan's scratch
 -- (a row of C whole 16-byte units: n a multiple of 4 for f32, 8 for bf16); "direct": plain stores.
--- The scheduler axis is kernels/gemm_sched.lua's; docs/kernels.md says what each choice does.
+-- The scheduler axis is kernels/gemm_sched.lua's; docs/schedulers.md says what each choice does.
 local bit = require("bit")
 local pipeline = require("cuasync.pipeline")
 local tensormap = require("cuasync.tensormap")
@@ -77,6 +77,9 @@ M.RELEASE = "warpgroup"
 --     kernels/gemm_pingpong.lua has its plan and refusals).
 --   consumers: with "pingpong", the consumer warpgroups that take turns (2, the default; any other
 --     count is refused: the ordered barrier alternates two).
+--   store_buffers: the TMA epilogue's chunk buffers per consumer warpgroup (1, the default; 2: a
+--     chunk is written while the last one's store still reads its buffer; cooperative only; the
+--     scratch grows by the same again).
 M.ABLATE = { serial_release = "SERIAL_RELEASE", release_cluster = "RELEASE_CLUSTER", a_leader = "A_LEADER",
              trace = "TRACE" }
 -- gemm.plan's options: a misspelt one (schedul) would otherwise build the default silently.
@@ -85,7 +88,7 @@ M.ABLATE = { serial_release = "SERIAL_RELEASE", release_cluster = "RELEASE_CLUST
 local FIELDS = { watchdog = true, trace = true, stages = true, bm = true, bn = true, tile = true, m = true, n = true, k = true, a = true, b = true,
                  cluster = true, epilogue = true, release = true, multicast = true, raster = true, scheduler = true,
                  splits = true, mode = true, sms = true, out = true, pdl = true, ablate = true, schedule = true,
-                 consumers = true }
+                 consumers = true, store_buffers = true }
 
 function M.plan(o)
   util.kind("gemm", "argument", o, "table")
@@ -122,6 +125,13 @@ function M.plan(o)
   if schedule ~= "cooperative" and schedule ~= "pingpong" then
     util.fail("gemm", ('schedule must be "cooperative" or "pingpong" (got %s)'):format(util.describe(schedule)))
   end
+  local store_buffers = o.store_buffers or 1
+  if store_buffers ~= 1 and store_buffers ~= 2 then
+    sched.fail(("store_buffers must be 1 or 2 (got %s)"):format(util.describe(store_buffers)))
+  end
+  if store_buffers == 2 and (epilogue ~= "tma" or schedule ~= "cooperative") then
+    sched.fail(('store_buffers = 2 is the cooperative schedule\'s TMA epilogue (got epilogue = "%s", schedule = "%s")'):format(epilogue, schedule))
+  end
   local consumers = o.bm / 64
   local S = sched.new(o, o.bm, o.bn, cluster, M.BK, raster)   -- before the maps: its refusals need no buffer
   local slices = multicast and cluster or 1
@@ -138,11 +148,11 @@ function M.plan(o)
       loads = { { map = map(o.a, o.m, o.k, o.bm / slices), name = "a" }, { map = map(o.b, o.n, o.k, o.bn), name = "b" } },
       multicast = multicast and { a = "x" } or nil, cluster = cluster > 1 and { cluster, 1, 1 } or nil,
       producer = { warps = 4 }, consumer = { warps = 4 * consumers }, release = o.release or M.RELEASE,
-      scratch = epilogue == "tma" and consumers * 64 * M.CHUNK_COLS * ref.OUT_BYTES[out] or nil }
+      scratch = epilogue == "tma" and store_buffers * consumers * 64 * M.CHUNK_COLS * ref.OUT_BYTES[out] or nil }
   end
   P.bm, P.bn, P.cluster_blocks, P.epilogue, P.m, P.n, P.k = o.bm, o.bn, cluster, epilogue, o.m, o.n, o.k
   P.multicast, P.ablate, P.raster, P.sched, P.out, P.pdl = multicast, ablate, raster, S, out, o.pdl == true
-  P.schedule = schedule
+  P.schedule, P.store_buffers = schedule, store_buffers
   return P
 end
 
@@ -162,7 +172,7 @@ function M.program(P, opts)
   spec.file = P.kernel_file or "gemm_tma.cu"
   spec.defines = { BM = P.bm, BN = P.bn, CLUSTER = P.cluster_blocks, EPILOGUE = P.epilogue == "tma" and 1 or 0,
                    MULTICAST = P.multicast and 1 or 0, BK = M.BK, CHUNK_COLS = M.CHUNK_COLS,
-                   OUT_BF16 = P.out == "bf16" and 1 or 0, PDL = P.pdl and 1 or 0 }
+                   OUT_BF16 = P.out == "bf16" and 1 or 0, PDL = P.pdl and 1 or 0, STORE_BUFFERS = P.store_buffers or 1 }
   if P.schedule == "pingpong" then spec.defines.RASTER = P.raster end   -- gemm_pingpong.cu walks its own tiles
   for k, v in pairs(P.sched:defines()) do spec.defines[k] = v end
   local headers = {}
