@@ -238,9 +238,14 @@ extern "C" __global__ void __launch_bounds__(Plan::block, 1) attention_fwd(const
         st.advance();
     }
 #else
-    // Software-pipelined (FlashAttention-3's intra-warpgroup overlap): S_j+1 = Q K_j+1^T and
-    // O += P_j V_j are issued together; the softmax of S_j+1 runs while O's MMAs do; O is
-    // rescaled by it only after they completed.
+    // Software-pipelined (FlashAttention-3's intra-warpgroup overlap): S_j = Q K_j^T and
+    // O += P_j-1 V_j-1 are issued together; the softmax of S_j runs while O's MMAs do. Their
+    // wait (wait_group 0; then V_j-1's release, O rescaled by the softmax's corr, P_j packed) is
+    // at the top of the next iteration, not after the softmax: ptxas hoists a WARPGROUP.DEPBAR
+    // to the top of its basic block, and the softmax's block would then wait for O's MMAs
+    // before its first exponential (the SASS of a wait placed after the softmax: docs/attention.md).
+    // A loop iteration starts a block, so the softmax stays under O's MMAs; the order of the
+    // waits and releases is the same.
     pipe.consumer_wait(st);
     TURN_WAIT();
     issue_s(sc, q_smem, c, pipe.buffer(st, Plan::kv));
@@ -250,8 +255,19 @@ extern "C" __global__ void __launch_bounds__(Plan::block, 1) attention_fwd(const
     pipe.consumer_release(st);   // K_0
     st.advance();                // at V_0
     softmax(sc, m, l, corr, 0u, row0, tid, s, scale_log2);   // O is 0: nothing to rescale
-    pack(sc, p);
+    auto st_o = st;              // the V tile of the O MMAs in flight (none before j = 2)
     for (unsigned j = 1; j < tiles; ++j) {
+        // O += P_j-2 V_j-2, issued with S_j-1, is done. The wait is unconditional (at j = 1
+        // nothing is in flight): behind a branch, ptxas could not tell that nothing is in
+        // flight on the watchdog's exit paths below, and would serialize every wgmma.
+        wg::wait_group<0>();
+        wg::fence_operands(o);
+        wg::fence_operands(p);
+        if (j > 1) {
+            pipe.consumer_release(st_o);   // V_j-2
+            rescale(o, corr);
+        }
+        pack(sc, p);             // P_j-1
         auto st_k = st;
         st_k.advance();          // K_j, after V_j-1 in the ring
         pipe.consumer_wait(st_k);
@@ -264,15 +280,18 @@ extern "C" __global__ void __launch_bounds__(Plan::block, 1) attention_fwd(const
         wg::fence_operands(sc);
         pipe.consumer_release(st_k);   // K_j
         softmax(sc, m, l, corr, j * KV_TILE, row0, tid, s, scale_log2);
-        wg::wait_group<0>();
-        wg::fence_operands(o);
-        wg::fence_operands(p);
-        pipe.consumer_release(st);     // V_j-1
-        rescale(o, corr);
-        pack(sc, p);
+        st_o = st;
         st = st_k;
         st.advance();            // at V_j
     }
+    wg::wait_group<0>();         // O += P_T-2 V_T-2 (one tile: nothing in flight)
+    wg::fence_operands(o);
+    wg::fence_operands(p);
+    if (tiles > 1) {
+        pipe.consumer_release(st_o);   // V_T-2
+        rescale(o, corr);
+    }
+    pack(sc, p);                 // P_T-1
     pipe.consumer_wait(st);
     TURN_WAIT();
     issue_o(o, p, pipe.buffer(st, Plan::kv));

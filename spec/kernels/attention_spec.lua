@@ -183,6 +183,26 @@ describe("attention", function()
   end)
 
   describe("attention_fwd.cu", function()
+    -- The overlap's O wait in the PTX: after S's wait (wait_group 1) come the softmax's
+    -- exponentials, then the loop's back edge (a branch to a label above), and only then O's wait
+    -- (wait_group 0, at the top of the next iteration). ptxas hoists a WARPGROUP.DEPBAR to the
+    -- top of its basic block: a wait_group 0 in the softmax's block (the kernel's first form) put
+    -- the wait for O's MMAs before the first exponential in the SASS, and nothing overlapped.
+    -- Returns whether a back edge lies between the two waits, and the exponentials there.
+    local function o_wait_after_back_edge(ptx)
+      local w1 = ptx:find("wgmma.wait_group.sync.aligned 1;", 1, true)
+      local w0 = w1 and ptx:find("wgmma.wait_group.sync.aligned 0;", w1, true)
+      if not w0 then return false, 0 end
+      local between = ptx:sub(w1, w0)
+      local _, ex2 = between:gsub("ex2%.approx%.ftz%.f32", "")
+      local back = false
+      for label in between:gmatch("bra[%.%w]*%s+(%$L__BB%d+_%d+);") do
+        local at = ptx:find("\n" .. label .. ":", 1, true)
+        if at and at < w1 then back = true end
+      end
+      return back, ex2
+    end
+
     -- every variant the plans allow: d x q_tile x kv_tile x schedule (pingpong: two warpgroups or
     -- three) x overlap; q_tile = 192 where the registers allow it (model.check refuses d 128 kv 128)
     local function variants()
@@ -222,6 +242,11 @@ describe("attention", function()
         has("%globaltimer")   -- the watchdog's clock: waits are bounded
         has("setmaxnreg.inc.sync.aligned.u32", v.q_tile > 64)
         has("wgmma.wait_group.sync.aligned 1", v.overlap)   -- S waited for while O's MMAs run
+        if v.overlap then
+          local back, ex2 = o_wait_after_back_edge(ptx)
+          assert.is_true(back, name .. ": O's wait_group 0 is not past the loop's back edge (the softmax's block would wait for O)")
+          assert.truthy(ex2 >= v.kv_tile / 2, ("%s: %d exponentials between S's wait and O's, %d expected"):format(name, ex2, v.kv_tile / 2))
+        end
         local r = prog:resources().attention_fwd
         -- no variant spills, with the watchdog (the default: its time-out path inlined, so the
         -- consumers keep their setmaxnreg raise) or without
