@@ -262,7 +262,9 @@ describe("attention", function()
     end)
 
     it("has a reference kernel that fits a launch (static shared memory within 48 KiB, no stack), and the P V probe compiles", function()
-      local r = cuasync.program{ file = "attention_ref.cu", arch = "sm_90a" }:resources().attention_ref
+      local res, why = cuasync.program{ file = "attention_ref.cu", arch = "sm_90a" }:resources()
+      local r = res.attention_ref
+      assert.truthy(r, "no resource report for attention_ref: " .. tostring(why))
       assert.truthy(r.static_smem <= 48 * 1024, tostring(r.static_smem))
       assert.equal(0, r.stack)
       assert.equal(0, r.spill_stores)
