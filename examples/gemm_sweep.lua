@@ -39,7 +39,7 @@ local FAMILY_AXES = { stages = { 3, 4, 6 }, pdl = { "off", "on" }, raster = { 16
 local o = cli.script{ sweep = true, options = {
   { "--m N", "rows of A and C", default = 8192 }, { "--n N", "rows of B, columns of C", default = 8192 },
   { "--k N", "the inner dimension", default = 8192 },
-  { "--stages LIST", "stages of the pipeline (default 2,3,4,5,6,7; --family: 3,4,5)", type = "ints" },
+  { "--stages LIST", "stages of the pipeline (default 2,3,4,5,6,7; --family: 3,4,6)", type = "ints" },
   { "--tiles LIST", "C tiles, MxN (default 128x128,128x256,256x128; --family: 64x128 too)", type = "list" },
   { "--clusters LIST", "cluster sizes (2: the A tile multicast to both blocks)", default = { 1, 2 } },
   { "--raster LIST", "tile rows per band of the tile order (default 1,16; --family: 16)", type = "ints" },

@@ -11,7 +11,8 @@
 // CUASYNC_WATCHDOG_INLINE: the time-out path (give_up, leave) is inlined at each wait instead of
 // called. For kernels that raise registers with setmaxnreg: a call in the raised region makes
 // ptxas (CUDA 13.0) allocate that region under the launch's cap instead (attention_fwd.cu, d 128:
-// 80-232 bytes of spills and wgmma serialized, C7512; none inlined). Costs code size per wait.
+// up to 160 bytes of spill stores and loads, 464-552 with overlap, wgmma serialized: C7512; none
+// inlined). Costs code size per wait.
 // A cluster barrier wait (barrier.cluster.wait) blocks in hardware and has no try form: it is not
 // bounded.
 #pragma once

@@ -13,6 +13,7 @@ local device = require("cuasync.device")
 local streams = require("cuasync.stream")
 local conditional = require("cuasync.graph.conditional")
 local H = require("helper")
+local jacobi_reference = require("support.jacobi")
 
 local FILE = "spec/core/graph_unroll_spec.lua"
 local function raised(f, ...)
@@ -158,23 +159,6 @@ describe("g:while_ with { unroll = n } (CPU)", function()
 end)
 
 -- -- GPU ---------------------------------------------------------------------------------------
-
--- The CPU reference: the same sweeps in float until the residual is at most tol or max_iters ran.
-local function jacobi_reference(x0, n, tol, max_iters)
-  local x, y = ffi.new("float[?]", n), ffi.new("float[?]", n)
-  ffi.copy(x, x0, n * 4)
-  local iters = 0
-  while true do
-    local r = 0
-    for i = 0, n - 1 do
-      if i == 0 or i == n - 1 then y[i] = x[i] else y[i] = 0.5 * (x[i - 1] + x[i + 1]) end
-      r = math.max(r, math.abs(ffi.new("float[1]", y[i] - x[i])[0]))
-    end
-    iters = iters + 1
-    x, y = y, x
-    if not (r > tol and iters < max_iters) then return iters, x end
-  end
-end
 
 describe("g:while_ with { unroll = n } (GPU)", function()
   local gpu_it = H.gpu_it(it, pending)

@@ -48,8 +48,9 @@ local function free_later(t)
 end
 
 -- Kernel:prepare's hook for a traced module: the buffer made big enough for this configuration;
--- returns the function go() calls before each launch (reset the header and the counts) and after
--- it (remember what ran, and an event to tell when it is done).
+-- returns the function go() calls before each launch (the launch's epoch set, the counts zeroed;
+-- the header and parameters written where they changed) and after it (remember what ran, and an
+-- event to tell when it is done).
 local epoch = 0   -- each launch's: a ring keeps events of earlier launches, which are not read
 
 function M.prepare(k, c)
@@ -72,6 +73,7 @@ function M.prepare(k, c)
     local d, h, ev = ffi.new("CUdeviceptr[1]"), ffi.new("void *[1]"), ffi.new("CUevent[1]")
     native.check(C.cuasync_mem_alloc(d, bytes, errbuf, ERRLEN))
     t.dev, t.bytes = d[0], bytes
+    t.written = nil   -- a new buffer has no header yet (the driver may give back the old address)
     native.check(C.cuasync_mem_alloc_host(h, (HEADER + ffi.sizeof("cuasync_trace_params")) * M.HEADERS, errbuf, ERRLEN))
     t.host = h[0]
     native.check(C.cuasync_event_create(ev, errbuf, ERRLEN))
@@ -118,6 +120,9 @@ function M.prepare(k, c)
       native.check(C.cuasync_mem_set32_async(t.global + EPOCH_AT, epoch, 1, stream, errbuf, ERRLEN))
     end
     native.check(C.cuasync_mem_set8_async(t.dev + DROPPED_AT, 0, HEADER - DROPPED_AT + SLOT * slots, stream, errbuf, ERRLEN))
+    -- the counts now belong to this epoch: a launch that then fails leaves t.epoch behind it,
+    -- and trace/read.lua refuses the read rather than return the last launch's events cut down
+    t.reset_epoch = epoch
   end, function(stream)
     t.kernel, t.slots, t.config, t.epoch, t.stream = name, slots, { grid = c.grid, block = c.block }, epoch, stream
     -- what M.last reads (the sweep's traced run); weak: it keeps no module alive

@@ -125,6 +125,10 @@ end
 -- their role's newest cap / 2 iterations (2 a pipeline iteration), those of this launch's epoch.
 local function read(mod)
   local t = mod.trace
+  if t.reset_epoch ~= t.epoch then
+    util.fail("trace", ("the trace buffer of kernel '%s' was reset for a launch that did not start (the launch after '%s' failed): launch it again, then read"):format(
+      t.kernel, t.kernel))
+  end
   local plan = mod.program.hooks and mod.program.hooks.plan
   local o = t.options
   local cap = o.events
