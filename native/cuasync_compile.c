@@ -18,24 +18,49 @@ int cuasync_compile_pch_retries(void)
     return cuasync_pch_heap_retries;
 }
 
-/* Where a driver is installed, NVRTC answers a compile it has seen from the CUDA compute cache
- * (~/.nv/ComputeCache) and ptxas does not run: the -v report (registers, spills) is then missing
- * from the log (measured on the H200: an empty log in 48 ms instead of the report). cuasync keeps
- * its own cache, so NVRTC's is turned off around the call (CUDA_CACHE_DISABLE=1) and the
- * caller's setting put back after: the driver's JIT cache is left as the user set it. */
+/* Where a driver is installed, NVRTC answers a compile it has seen from its cache (NVRTC 12.9+,
+ * under ~/.nv/ComputeCache) and ptxas does not run: the -v report (registers, spills) is then
+ * missing from the log (measured on the H200: an empty log in 48 ms instead of the report).
+ * cuasync keeps its own cache, so NVRTC's is turned off for each compile: with --no-cache where
+ * NVRTC has it (12.9+; with it, NVRTC's cache trace, --enable-cache-trace, prints nothing: the
+ * cache is not entered), and with CUDA_CACHE_DISABLE=1 around the call. NVRTC reads that
+ * variable once a process, when its cache starts (the trace says "already initialized" on later
+ * compiles), and the variable alone did not hold everywhere: an H200 make test read no report
+ * for a program the same machine had compiled in earlier runs (why, not known). The caller's
+ * setting is put back after: the driver's JIT cache is left as the user set it. */
+static int nvrtc_takes_no_cache(void)
+{
+    static int known = -1;
+    if (known < 0) {
+        int major = 0, minor = 0;
+        known = cuasync_nvrtc.nvrtcVersion(&major, &minor) == 0 && (major > 12 || (major == 12 && minor >= 9));
+    }
+    return known;
+}
+
 static int compile_uncached(nvrtcProgram prog, int noptions, const char *const *options)
 {
     const char *was = getenv("CUDA_CACHE_DISABLE");
     char *saved = was ? strdup(was) : NULL;
-    int status;
+    const char **with = NULL;
+    int status, n = noptions;
+    if (nvrtc_takes_no_cache()) {
+        with = malloc(sizeof(*with) * (size_t)(noptions + 1));
+        if (with) {
+            if (noptions > 0) memcpy(with, options, sizeof(*with) * (size_t)noptions);
+            with[n++] = "--no-cache";
+            options = with;
+        }
+    }
     setenv("CUDA_CACHE_DISABLE", "1", 1);
-    status = cuasync_nvrtc.nvrtcCompileProgram(prog, noptions, options);
+    status = cuasync_nvrtc.nvrtcCompileProgram(prog, n, options);
     if (saved) {
         setenv("CUDA_CACHE_DISABLE", saved, 1);
         free(saved);
     } else {
         unsetenv("CUDA_CACHE_DISABLE");
     }
+    free(with);
     return status;
 }
 

@@ -52,6 +52,23 @@ describe("cuasync.program", function()
     assert.truthy(mod:ptx():find("mov.b32 	%r1, 47;", 1, true) or mod:ptx():find("47", 1, true))
   end)
 
+  it("turns NVRTC's own cache off for each compile where NVRTC has --no-cache (12.9+): its cache trace prints nothing, and ptxas reports", function()
+    local ffi = require("ffi")
+    local native = require("cuasync.native")
+    require("cuasync.cdef.toolkit")
+    local major, minor = ffi.new("int[1]"), ffi.new("int[1]")
+    assert.equal(0, native.C.cuasync_nvrtc_version(major, minor, native.errbuf, native.ERRLEN))
+    -- a source no other spec compiles, so that cuasync's own cache has not seen it this run
+    local src = ('extern "C" __global__ void k(float *x) { x[threadIdx.x] = %d.0f; }\n'):format(os.time() % 100000)
+    local prog = cuasync.program{ source = src, name = "nocache.cu", arch = "sm_90a", options = { "--enable-cache-trace" } }
+    if major[0] > 12 or (major[0] == 12 and minor[0] >= 9) then
+      assert.falsy(prog:log():find("[nvrtc cache]", 1, true), prog:log())
+    end
+    local r, why = prog:resources()
+    assert.truthy(r.k, tostring(why))
+    assert.truthy(r.k.registers > 0)
+  end)
+
   describe("cache", function()
     local dir
     local old_getenv = os.getenv
