@@ -6,7 +6,7 @@
 -- cuDNN, flash = FlashAttention-2, efficient). Where torch does not import, it says so and shows
 -- cuasync alone. TFLOP/s counts 4 B H S^2 D, halved for causal.
 --   luajit examples/attention_sweep.lua [--shapes 4x16x4096x128,4x16x4096x128c] [--stages 2,3,4]
---                                       [--q-tiles 64,128] [--kv-tiles 64,128] [--schedules cooperative,pingpong]
+--                                       [--q-tiles 64,128,192] [--kv-tiles 64,128] [--schedules cooperative,pingpong]
 --                                       [--overlap off,on] [--watchdog on|off]
 --                                       [--peers python3] [--rounds 5] [--reps 10]
 -- A shape is BxHxSxD, a trailing c for causal.
@@ -24,7 +24,7 @@ local SHAPES = { "4x16x4096x128", "4x16x4096x128c", "2x16x8192x128", "2x16x8192x
 local o = cli.script{ options = {
   { "--shapes LIST", "BxHxSxD[c] (c: causal)", default = SHAPES },
   { "--stages LIST", "slots of the K/V ring (K and V tiles alternate through it)", default = { 2, 3, 4, 5, 6 } },
-  { "--q-tiles LIST", "query rows of a block (64 per consumer warpgroup)", default = { 64, 128 } },
+  { "--q-tiles LIST", "query rows of a block (64 per consumer warpgroup; 192: three, d = 64 led with it)", default = { 64, 128, 192 } },
   { "--kv-tiles LIST", "keys of a K or V tile", default = { 64, 128 } },
   { "--schedules LIST", "cooperative, pingpong (the warpgroups take turns issuing their MMAs)", default = { "cooperative", "pingpong" } },
   { "--overlap LIST", "off, on (S of the next tile issued with O of this one: the softmax overlaps O's MMAs)", default = { "off", "on" } },
