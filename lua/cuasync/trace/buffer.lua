@@ -1,6 +1,6 @@
 -- The trace buffer of a traced module: made for each launch configuration (grown when a larger
--- one comes), its counts reset and the launch's epoch set before each launch (two memsets), an event recorded after it to
--- tell when it is done (trace/read.lua refuses a read before then).
+-- one comes), its counts reset and the launch's epoch set before each launch (two memsets), an
+-- event recorded after it to tell when it is done (trace/read.lua refuses a read before then).
 local ffi = require("ffi")
 local native = require("cuasync.native")
 local util = require("cuasync.util")
