@@ -128,17 +128,7 @@ function SharedLayout:program(spec)
   })
 end
 
-function M.config_check(L, kernel_name, c)
-  local threads = c.block[1] * c.block[2] * c.block[3]
-  if threads ~= L.block then
-    util.fail("launch", ("kernel '%s' launches %d threads per block but layout '%s' has roles for %d (use L:launch_config)"):format(
-      kernel_name, threads, L.name, L.block))
-  end
-  if c.smem < L.smem_bytes then
-    util.fail("launch", ("kernel '%s' launches with %d bytes of dynamic shared memory but layout '%s' lays out %d (use L:launch_config)"):format(
-      kernel_name, c.smem, L.name, L.smem_bytes))
-  end
-end
+function M.config_check(L, kernel_name, c) pipeline.block_smem_check("layout", "L", L, kernel_name, c) end
 
 -- L:launch_config{ grid = ..., stream = ... }: block, smem and cluster filled from the layout.
 function SharedLayout:launch_config(cfg)

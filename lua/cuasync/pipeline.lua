@@ -221,18 +221,20 @@ function M.map_check(P, kernel_name, i, j)
   end
 end
 
--- The launch config a kernel built from P:program must have: its block and at least its smem.
-function M.config_check(P, kernel_name, c)
+-- The launch config a kernel built from a plan's program must have: its block and at least its
+-- smem. what: "pipeline" or "layout", and the letter of its launch_config (P or L).
+function M.block_smem_check(what, letter, X, kernel_name, c)
   local threads = c.block[1] * c.block[2] * c.block[3]
-  if threads ~= P.block then
-    util.fail("launch", ("kernel '%s' launches %d threads per block but pipeline '%s' has roles for %d (use P:launch_config)"):format(
-      kernel_name, threads, P.name, P.block))
+  if threads ~= X.block then
+    util.fail("launch", ("kernel '%s' launches %d threads per block but %s '%s' has roles for %d (use %s:launch_config)"):format(
+      kernel_name, threads, what, X.name, X.block, letter))
   end
-  if c.smem < P.smem_bytes then
-    util.fail("launch", ("kernel '%s' launches with %d bytes of dynamic shared memory but pipeline '%s' lays out %d (use P:launch_config)"):format(
-      kernel_name, c.smem, P.name, P.smem_bytes))
+  if c.smem < X.smem_bytes then
+    util.fail("launch", ("kernel '%s' launches with %d bytes of dynamic shared memory but %s '%s' lays out %d (use %s:launch_config)"):format(
+      kernel_name, c.smem, what, X.name, X.smem_bytes, letter))
   end
 end
+function M.config_check(P, kernel_name, c) M.block_smem_check("pipeline", "P", P, kernel_name, c) end
 
 M.Pipeline = Pipeline
 util.methods(Pipeline, "pipeline", "P")

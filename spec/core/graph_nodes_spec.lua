@@ -15,6 +15,7 @@ local nodes = require("cuasync.graph.nodes")
 local held = require("cuasync.graph.held")
 local conditional = require("cuasync.graph.conditional")
 local H = require("helper")
+local jacobi_reference = require("support.jacobi")
 
 local FILE = "spec/core/graph_nodes_spec.lua"
 local function raised(f, ...)
@@ -214,25 +215,6 @@ extern "C" __global__ void first_word(unsigned *out, const __grid_constant__ cua
   if (threadIdx.x == 0) out[0] = (unsigned)(reinterpret_cast<const unsigned long long *>(&map)[0] & 0xffffffffu);
 }
 ]]
-
--- The CPU reference of the loop the graph runs: the same sweeps in float, until the residual is
--- at most tol or max_iters ran. Returns the iterations and the final x.
-local function jacobi_reference(x0, n, tol, max_iters)
-  local x, y = ffi.new("float[?]", n), ffi.new("float[?]", n)
-  ffi.copy(x, x0, n * 4)
-  local iters = 0
-  while true do
-    local r = 0
-    for i = 0, n - 1 do
-      if i == 0 or i == n - 1 then y[i] = x[i] else y[i] = 0.5 * (x[i - 1] + x[i + 1]) end
-      local d = ffi.new("float[1]", y[i] - x[i])[0]
-      r = math.max(r, math.abs(d))
-    end
-    iters = iters + 1
-    x, y = y, x
-    if not (r > tol and iters < max_iters) then return iters, x end
-  end
-end
 
 describe("graph nodes (GPU)", function()
   local gpu_it = H.gpu_it(it, pending)

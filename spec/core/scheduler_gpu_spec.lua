@@ -8,18 +8,8 @@ local cuasync = require("cuasync")
 local T = require("cuasync.model.tile_scheduler")
 local H = require("helper")
 
-local function sched(o)
-  local s = { name = "toy", m = 100, n = 70, k = 300, tile = { 16, 16 }, bk = 8, sms = 11 }
-  for key, v in pairs(o) do s[key] = v end
-  return cuasync.scheduler(s)
-end
-
-local KINDS = {
-  { kind = "persistent", raster = 3 },
-  { kind = "stream_k" },
-  { kind = "split_k", splits = 3, mode = "serial" },
-  { kind = "split_k", splits = 4, mode = "reduce", sms = 12 },
-}
+local toy_sched = require("support.sched_toy")
+local sched, KINDS = toy_sched.sched, toy_sched.KINDS
 local NONE = 0xFFFFFFFF
 
 -- The toy kernel for scheduler o, its buffers, and launch / data / check.
