@@ -93,7 +93,14 @@ function M.error_from(r, mod, rc_ok)
       tostring(e.module), #e.kernels)
   end
   if not rc_ok then
-    parts[#parts + 1] = "; the CUDA context is lost (watchdog action \"trap\"): start a new process to use the GPU again"
+    local wd = mod and mod.program and mod.program.watchdog
+    if wd and wd.action == "exit" then
+      -- "exit" keeps the context: what lost it is not the watchdog's own doing
+      parts[#parts + 1] = "; the CUDA context is lost too, though the watchdog's action was \"exit\" (which keeps it): the kernel" ..
+        " also faulted (a block that leaves with copies still landing in its shared memory is one way): start a new process to use the GPU again"
+    else
+      parts[#parts + 1] = "; the CUDA context is lost (watchdog action \"trap\"): start a new process to use the GPU again"
+    end
   end
   e.message = table.concat(parts)
   -- a traced module: what each warp of the hung block did just before (trace/read.lua)

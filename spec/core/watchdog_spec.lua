@@ -118,6 +118,11 @@ describe("watchdog", function()
                  tostring(e))
     assert.is_false(e.context_ok)
     assert.truthy(e:explain():find("no single cause stands out", 1, true))
+    -- a lost context under action "exit" (which keeps it): not blamed on the watchdog
+    e = watchdog.error_from(record{ offset = 0, parity = 0, stage = 0, role = 0, iteration = 0 },
+                            { name = "x.cu", watch = { last = "k" }, program = { watchdog = { action = "exit", timeout_ms = 2000 } } }, false)
+    assert.truthy(tostring(e):find("; the CUDA context is lost too, though the watchdog's action was \"exit\" (which keeps it): the kernel also faulted", 1, true), tostring(e))
+    assert.is_false(e.context_ok)
   end)
 
   it("has one owner of the abort words: watchdog.raise and watchdog.lower write them, cancel and check call them", function()
