@@ -4,7 +4,13 @@
 // Q, K, V bf16 [b*h][s][d] row-major (3D tensor maps, 128B swizzle, boxes of 64 columns: a head
 // dim of 128 is two boxes), O bf16 or f32 in the same layout, LSE f32 [b*h][s].
 // A block takes one q tile (Q_TILE rows of one head): grid (q tiles, b*h); causal tiles go
-// longest first. Roles:
+// longest first. PERSISTENT: a grid of at most one block per SM instead, each walking work units
+// (one q tile of one head each) as the scheduler plan "attn_sched" deals them
+// (<cuasync/schedulers/attn_sched.cuh>, kernels/attention_sched.lua: a tile row is a q tile, a tile
+// column a head; causal: q tile rows reversed, so the longest tiles of every head come first). The
+// ring's state carries from unit to unit; Q is reloaded each unit, after the consumers say on a
+// second barrier (q_empty, one arrival a consumer warpgroup) that their S MMAs are done with it:
+// unit u waits q_full's phase u, the producer waits q_empty's phase u - 1. Roles:
 //   producer warpgroup (one thread issues): Q once, into the plan's scratch, on a barrier of its
 //     own; then K_j and V_j through the plan's ring, alternating: iteration 2j holds K tile j,
 //     2j + 1 V tile j (the plan's one load "kv" is one kv_tile x d tile; K's and V's maps have the
@@ -27,8 +33,16 @@
 #include <cuasync/pipelines/attn.cuh>
 
 #if !defined(D) || !defined(Q_TILE) || !defined(KV_TILE) || !defined(CAUSAL) || !defined(OUT_F32) || !defined(PINGPONG) || \
-    !defined(OVERLAP) || !defined(Q_TX) || !defined(Q_BOX_SMEM) || !defined(Q_BARRIER) || !defined(PRODUCER_REGS) || !defined(MAX_REGS)
-#error "attention_fwd.cu: D, Q_TILE, KV_TILE, CAUSAL, OUT_F32, PINGPONG, OVERLAP, Q_TX, Q_BOX_SMEM, Q_BARRIER, PRODUCER_REGS and MAX_REGS come from kernels/attention.lua"
+    !defined(OVERLAP) || !defined(Q_TX) || !defined(Q_BOX_SMEM) || !defined(Q_BARRIER) || !defined(PRODUCER_REGS) || !defined(MAX_REGS) || \
+    !defined(PERSISTENT) || (PERSISTENT && !defined(Q_EMPTY))
+#error "attention_fwd.cu: D, Q_TILE, KV_TILE, CAUSAL, OUT_F32, PINGPONG, OVERLAP, Q_TX, Q_BOX_SMEM, Q_BARRIER, PRODUCER_REGS, MAX_REGS, PERSISTENT (and with it Q_EMPTY) come from kernels/attention.lua"
+#endif
+#if PERSISTENT
+#include <cuasync/schedulers/attn_sched.cuh>
+typedef cuasync::schedulers::attn_sched Sched;
+typedef cuasync::scheduler::walk<Sched> Walk;
+static_assert(Sched::kind == cuasync::scheduler::persistent && Sched::bm == Q_TILE && Sched::bn == 1,
+              "the scheduler: persistent, tiles of one q tile x one head");
 #endif
 
 typedef cuasync::pipelines::attn Plan;
@@ -46,6 +60,9 @@ static_assert(Plan::producer_warps == 4 && Plan::consumer_threads == 128 * CONSU
 static_assert(Plan::loads == 1 && Plan::load_boxes[Plan::kv] == BLOCKS && Plan::load_box_bytes[Plan::kv] == KV_TILE * SPAN * 2,
               "the plan's one load is a KV_TILE x D bf16 tile in 64-column boxes");
 static_assert(Plan::scratch_bytes >= Q_BARRIER + 8, "the scratch holds the Q tile and its barrier");
+#if PERSISTENT
+static_assert(Plan::scratch_bytes >= Q_EMPTY + 8, "the scratch holds Q's second barrier");
+#endif
 
 // Registers (as gemm_tma.cu): what __launch_bounds__(block, 1) gives each thread, the producer
 // warpgroup drops to PRODUCER_REGS, the consumers take what it released. A lone consumer
@@ -56,6 +73,22 @@ constexpr int CONSUMER_REGS = (RAISED > MAX_REGS ? MAX_REGS : RAISED) / 8 * 8;
 constexpr bool MOVE_REGS = CONSUMERS > 1;
 
 #define NEG_INF (-__int_as_float(0x7f800000))   // -inf (no math header under NVRTC)
+
+#if PERSISTENT
+// The kv tiles q tile q0.. reads (model/attention.lua's kv_tiles): all, or causal up to its last row's.
+__device__ __forceinline__ unsigned kv_tiles_of(unsigned q0, unsigned s)
+{
+    const unsigned all_tiles = (s + KV_TILE - 1) / KV_TILE;
+    const unsigned last_row = (q0 + Q_TILE < s ? q0 + Q_TILE : s) - 1u;
+    return CAUSAL && last_row / KV_TILE + 1u < all_tiles ? last_row / KV_TILE + 1u : all_tiles;
+}
+
+// A unit's first query row: tile row t.row, reversed causal (the longest q tiles first); its head is t.col.
+__device__ __forceinline__ unsigned q0_of(const cuasync::scheduler::work &t)
+{
+    return (CAUSAL ? Sched::tiles_m - 1u - t.row : t.row) * Q_TILE;
+}
+#endif
 
 // The max and the sum of a row over the 4 threads of a quad that hold it.
 __device__ __forceinline__ float quad_max(float x)
@@ -168,19 +201,51 @@ extern "C" __global__ void __launch_bounds__(Plan::block, 1) attention_fwd(const
     unsigned char *q_smem = pipe.scratch();   // Q: BLOCKS boxes of Q_TILE rows x 128 bytes
     cuasync::mbarrier_t *q_full = reinterpret_cast<cuasync::mbarrier_t *>(pipe.scratch() + Q_BARRIER);
     if (threadIdx.x == 0) cuasync::mbarrier::init(q_full, 1u);   // made visible by init()'s fence and sync
+#if PERSISTENT
+    cuasync::mbarrier_t *q_empty = reinterpret_cast<cuasync::mbarrier_t *>(pipe.scratch() + Q_EMPTY);
+    if (threadIdx.x == 0) cuasync::mbarrier::init(q_empty, CONSUMERS);   // one arrival a consumer warpgroup
+#endif
     pipe.init();
 
+#if !PERSISTENT
     const unsigned bh = blockIdx.y;
     const unsigned qt = CAUSAL ? gridDim.x - 1u - blockIdx.x : blockIdx.x;   // causal: the longest tiles first
     const unsigned q0 = qt * Q_TILE;
     const unsigned all_tiles = (s + KV_TILE - 1) / KV_TILE;
     const unsigned last_row = (q0 + Q_TILE < s ? q0 + Q_TILE : s) - 1u;
     const unsigned tiles = CAUSAL && last_row / KV_TILE + 1u < all_tiles ? last_row / KV_TILE + 1u : all_tiles;
+#endif
     const unsigned group = threadIdx.x / 128u;
 
     if (group == 0) {
         if (MOVE_REGS) wg::setmaxnreg_dec<PRODUCER_REGS>();
         if (!pipe.is_producer_thread()) return;
+#if PERSISTENT
+        // Each unit: K_0 first, then Q (once the consumers are done with the last unit's), so that
+        // K_0's copy is in flight while they finish; then the rest of K and V. One ring state.
+        auto st = pipe.producer_start();
+        Walk w(blockIdx.x, gridDim.x);
+        unsigned unit = 0;
+        for (cuasync::scheduler::work t; w.next(t); ++unit) {
+            const unsigned bh = t.col, q0 = q0_of(t), tiles = kv_tiles_of(q0, s);
+            for (unsigned j = 0; j < tiles; ++j) {
+                for (unsigned kv = 0; kv < 2u; ++kv, st.advance()) {   // K tile j, then V tile j
+                    pipe.producer_acquire(st);
+                    pipe.producer_expect(st);
+                    for (unsigned b = 0; b < BLOCKS; ++b)
+                        cuasync::tma::load(pipe.slice(st, Plan::kv, b), kv ? &V : &K, pipe.full_barrier(st), (int)(b * SPAN),
+                                           (int)(j * KV_TILE), (int)bh);
+                    if (j == 0u && kv == 0u) {
+                        if (unit > 0u) cuasync::mbarrier::wait_parity(q_empty, (unit - 1u) & 1u);
+                        cuasync::mbarrier::arrive_expect_tx(q_full, Q_TX);
+                        for (unsigned b = 0; b < BLOCKS; ++b)
+                            cuasync::tma::load(q_smem + b * Q_BOX_SMEM, &Q, q_full, (int)(b * SPAN), (int)q0, (int)bh);
+                    }
+                }
+            }
+        }
+        return;
+#else
         cuasync::mbarrier::arrive_expect_tx(q_full, Q_TX);
         for (unsigned b = 0; b < BLOCKS; ++b)
             cuasync::tma::load(q_smem + b * Q_BOX_SMEM, &Q, q_full, (int)(b * SPAN), (int)q0, (int)bh);
@@ -195,9 +260,27 @@ extern "C" __global__ void __launch_bounds__(Plan::block, 1) attention_fwd(const
             }
         }
         return;
+#endif
     }
     if (MOVE_REGS) wg::setmaxnreg_inc<CONSUMER_REGS>();
     const unsigned c = group - 1u, tid = threadIdx.x % 128u;
+#if PERSISTENT
+    // The producer's walk, unit for unit; the ring's state and the turns carry across units.
+#if PINGPONG
+    Turns turns(pipe);
+    auto turn = turns.start();
+#endif
+    auto st = pipe.consumer_start();
+    Walk w(blockIdx.x, gridDim.x);
+    unsigned unit = 0;
+    for (cuasync::scheduler::work t; w.next(t); ++unit) {
+    const unsigned bh = t.col, q0 = q0_of(t), tiles = kv_tiles_of(q0, s);
+    cuasync::mbarrier::wait_parity(q_full, unit & 1u);   // this unit's Q
+#define Q_DONE() (tid == 0u ? (void)cuasync::mbarrier::arrive(q_empty) : (void)0)   // S's MMAs are done with Q
+#else
+#define Q_DONE() ((void)0)
+    {
+#endif
     const unsigned row0 = q0 + 64u * c;   // this warpgroup's first row
     float o[D / 2];
 #pragma unroll
@@ -206,12 +289,14 @@ extern "C" __global__ void __launch_bounds__(Plan::block, 1) attention_fwd(const
     float l[2] = { 0.f, 0.f };           // and this thread's part of the running sum
     float sc[KV_TILE / 2], corr[2];
     unsigned p[KV_TILE / 16][4];
+#if !PERSISTENT
 #if PINGPONG
     Turns turns(pipe);
     auto turn = turns.start();
 #endif
     auto st = pipe.consumer_start();
     cuasync::mbarrier::wait_parity(q_full, 0u);   // Q, once (a bounded wait through the watchdog)
+#endif
 
 #if !OVERLAP
     // One tile after the other: S_j, its softmax, O += P_j V_j.
@@ -237,6 +322,7 @@ extern "C" __global__ void __launch_bounds__(Plan::block, 1) attention_fwd(const
         pipe.consumer_release(st);   // V_j is done with
         st.advance();
     }
+    Q_DONE();
 #else
     // Software-pipelined (FlashAttention-3's intra-warpgroup overlap): S_j = Q K_j^T and
     // O += P_j-1 V_j-1 are issued together; the softmax of S_j runs while O's MMAs do. Their
@@ -287,6 +373,7 @@ extern "C" __global__ void __launch_bounds__(Plan::block, 1) attention_fwd(const
     wg::wait_group<0>();         // O += P_T-2 V_T-2 (one tile: nothing in flight)
     wg::fence_operands(o);
     wg::fence_operands(p);
+    Q_DONE();                    // every S of the unit is done
     if (tiles > 1) {
         pipe.consumer_release(st_o);   // V_T-2
         rescale(o, corr);
@@ -329,4 +416,5 @@ extern "C" __global__ void __launch_bounds__(Plan::block, 1) attention_fwd(const
             if (row < s) LSE[head + row] = lse[r];
         }
     }
+    }   // the unit (PERSISTENT: the walk's loop)
 }

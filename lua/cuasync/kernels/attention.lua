@@ -23,6 +23,7 @@ local rules = require("cuasync.model.launch_rules")
 local util = require("cuasync.util")
 local model = require("cuasync.model.attention")
 local kernel_protocol = require("cuasync.model.attention_protocol")
+local sched = require("cuasync.kernels.attention_sched")
 
 local M = {}
 M.SPAN = 64   -- bf16 columns of a box: one 128-byte swizzle row
@@ -53,10 +54,12 @@ local function map(buf, p, rows, which)
     dtype = "bf16", dims = { p.d, p.s, p.b * p.h }, box = { M.SPAN, rows, 1 }, swizzle = "128B", load_only = true }
 end
 
--- attention.plan{ b, h, s, d, causal, q_tile, kv_tile, stages, schedule, overlap, out[, q, k, v] }:
--- the pipeline (fields .problem, .maps { q, k, v }, .q_bytes), refused by rule first (model.check).
+-- attention.plan{ b, h, s, d, causal, q_tile, kv_tile, stages, schedule, overlap, out, persistent, sms[, q, k, v] }:
+-- the pipeline (fields .problem, .maps { q, k, v }, .q_bytes; persistent: .sched, the walk of
+-- kernels/attention_sched.lua), refused by rule first (model.check).
 function M.plan(o)
   local p = model.check(o)
+  local S = p.persistent and sched.new(p) or nil   -- before the maps: its refusals need no buffer
   if (o.q ~= nil or o.k ~= nil or o.v ~= nil) and not (o.q and o.k and o.v) then
     util.fail("attention", "give the q, k and v buffers together (or none: a plan-only build)")
   end
@@ -66,11 +69,12 @@ function M.plan(o)
   local q_bytes = blocks * q_box_smem
   local P = pipeline.new{ name = "attn", stages = p.stages, loads = { { map = maps.k, name = "kv", boxes = blocks } },
     producer = { warps = 4 }, consumer = { warps = 4 * p.consumers }, release = "warpgroup",
-    scratch = q_bytes + 8,   -- the Q tile, then its barrier
+    scratch = q_bytes + (p.persistent and 16 or 8),   -- the Q tile, then its barrier (persistent: and q_empty's)
     -- ping-pong: the consumer warpgroups take turns issuing their MMAs (every one reads every
     -- stage); a round is one turn (overlap: S and O issued together) or two (S, then O)
     order = p.schedule == "pingpong" and { name = "math", groups = p.consumers, depth = p.overlap and 1 or 2, consume = "all" } or nil }
   P.problem, P.maps, P.q_bytes, P.q_box_smem, P.q_tx = p, maps, q_bytes, q_box_smem, blocks * maps.q.box_bytes
+  P.sched = S
   return P
 end
 
@@ -80,10 +84,18 @@ local function plan_of(o)
   return M.plan(o)
 end
 
--- attention.simulate(P[, { tiles, runs, seed, mutate }]): the kernel's own walk of the ring (and
--- its turns) in the CPU model: model/attention_protocol.lua.
+-- attention.simulate(P[, { tiles, units, stages, runs, seed, mutate }]): the kernel's own walk of
+-- the ring (and its turns; persistent: several units a block, each with its tile count) in the
+-- CPU model: model/attention_protocol.lua.
 function M.simulate(P, o)
   return kernel_protocol.simulate(plan_of(P).problem, o)
+end
+
+-- attention.units(P, c): persistent plans, CTA c's work units in the kernel's order, { bh, q0, tiles } each.
+function M.units(P, c)
+  P = plan_of(P)
+  if not P.sched then util.fail("attention.units", "the plan is not persistent (persistent = true walks units; the default grid is one block a q tile)") end
+  return sched.units(P, c)
 end
 
 -- attention.program(P | plan options[, program fields]): not compiled; the fields may add arch,
@@ -97,10 +109,17 @@ function M.program(P, opts)
   spec.defines = { D = p.d, Q_TILE = p.q_tile, KV_TILE = p.kv_tile, CAUSAL = p.causal and 1 or 0,
                    OUT_F32 = p.out == "f32" and 1 or 0,
                    PINGPONG = p.schedule == "pingpong" and 1 or 0, OVERLAP = p.overlap and 1 or 0, Q_TX = P.q_tx, Q_BOX_SMEM = P.q_box_smem, Q_BARRIER = P.q_bytes,
-                   PRODUCER_REGS = model.PRODUCER_REGS, MAX_REGS = model.MAX_REGS,
+                   PRODUCER_REGS = model.PRODUCER_REGS, MAX_REGS = model.MAX_REGS, PERSISTENT = p.persistent and 1 or 0,
                    -- the watchdog's time-out path inlined: a call in the loop would cost the
                    -- consumers their setmaxnreg raise (kernels-src/cuasync/watchdog.cuh)
                    CUASYNC_WATCHDOG_INLINE = 1 }
+  if P.sched then   -- the walk's header, and q_empty's place after q_full
+    spec.defines.Q_EMPTY = P.q_bytes + 8
+    local headers = {}
+    for k, v in pairs(spec.headers or {}) do headers[k] = v end
+    for k, v in pairs(P.sched:headers()) do headers[k] = v end
+    spec.headers = headers
+  end
   return P:program(spec)
 end
 
@@ -109,9 +128,11 @@ function M.kernel(P, fields)
   return M.program(P, fields):compile():kernel("attention_fwd", M.SIGNATURE)
 end
 
--- One block a q tile of a head: grid (q tiles, b*h).
+-- One block a q tile of a head: grid (q tiles, b*h); persistent: the scheduler's grid
+-- (kernels/attention_sched.lua: at most one block an SM).
 function M.launch_config(P, dev)
   local p = P.problem
+  if P.sched then return sched.launch_config(P, dev or M.limits()) end
   return P:check(dev or M.limits()):launch_config{ grid = { math.ceil(p.s / p.q_tile), p.b * p.h, 1 } }
 end
 

@@ -39,15 +39,24 @@ end
 -- Checks the options of attention.plan by rule (before any tensor map or compile) and returns the
 -- problem with its defaults filled in.
 M.FIELDS = { b = true, h = true, s = true, sq = true, skv = true, d = true, causal = true, q_tile = true, kv_tile = true,
-             stages = true, schedule = true, overlap = true, out = true, q = true, k = true, v = true }
+             stages = true, schedule = true, overlap = true, out = true, q = true, k = true, v = true,
+             persistent = true, sms = true }
 
 function M.check(o)
   util.kind("attention", "argument", o, "table")
   util.known_fields("attention", o, M.FIELDS)
   local b = util.int_in("attention", "b", o.b, 1, 65535)
   local h = util.int_in("attention", "h", o.h, 1, 65535)
-  if b * h > 65535 then
-    fail(("b x h = %d heads, but a block takes one head's q tile and the grid's y dimension holds at most 65535"):format(b * h))
+  local persistent = o.persistent or false
+  if type(persistent) ~= "boolean" then fail(("persistent must be true or false (got %s)"):format(util.describe(persistent))) end
+  if o.sms ~= nil and not persistent then
+    fail("sms is for persistent = true (the persistent grid's size; the default grid is one block a q tile)")
+  end
+  if o.sms ~= nil and not (util.is_integer(o.sms) and o.sms >= 1 and o.sms <= 4096) then
+    fail(("sms must be an integer in 1..4096 (got %s)"):format(util.describe(o.sms)))
+  end
+  if b * h > 65535 and not persistent then
+    fail(("b x h = %d heads, but a block takes one head's q tile and the grid's y dimension holds at most 65535 (persistent = true walks any count)"):format(b * h))
   end
   if o.s == 0 then fail("s = 0: a sequence needs at least one position (there is nothing to attend to)") end
   local s = util.int_in("attention", "s", o.s, 1, 2 ^ 31 - 1)
@@ -87,7 +96,7 @@ function M.check(o)
       q_tile, kv_tile, d, need, kv_tile / 2, d / 2, kv_tile / 4, M.REG_OVERHEAD, consumers, have, 128 * (consumers + 1)))
   end
   return { b = b, h = h, s = s, d = d, causal = causal, q_tile = q_tile, kv_tile = kv_tile, stages = stages,
-           schedule = schedule, overlap = overlap, out = out, consumers = consumers }
+           schedule = schedule, overlap = overlap, out = out, consumers = consumers, persistent = persistent, sms = o.sms }
 end
 
 -- The work of a forward pass: 4 b h s^2 d (two products of 2 s^2 d each, per head), halved causal.

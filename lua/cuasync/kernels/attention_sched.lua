@@ -1,0 +1,57 @@
+-- The attention forward's persistent axis (kernels/attention.lua, attention.plan{ persistent = true }):
+-- the cuasync.scheduler named "attn_sched" whose walk<Config> kernels-src/attention_fwd.cu follows.
+-- A work unit is one q tile of one head: the scheduler's tile grid is m = s rows in tiles of q_tile
+-- (tile rows: the q tiles) by n = b*h columns in tiles of 1 (tile columns: the heads). CTA c takes
+-- units c, c + G, c + 2G, ... (G = the grid, min(units, sms)) in the scheduler's raster order:
+--   causal: raster = 1, so every head's q tile of one tile row comes before the next row's, and
+--     the kernel reverses the rows (row r is q tile tiles_m - 1 - r): the longest q tiles of every
+--     head first, the shortest last, where they fill the last wave's gaps (FlashAttention-3 orders
+--     its causal work by length for the same reason);
+--   not causal: every unit is as long; raster = tiles_m walks a head's q tiles one after another
+--     (the default grid's order: blockIdx.x, the q tile, fastest), so that the blocks running at
+--     once share few heads' K and V in L2.
+-- sms: the plan's field, else the open device's SM count, else 132 (an H100 or H200 SXM): as the
+-- GEMM's scheduler (kernels/gemm_sched.lua). A grid of 132 on a device with fewer SMs is still
+-- correct (the walk covers every unit on any grid), only a second partial wave.
+local util = require("cuasync.util")
+local errors = require("cuasync.errors")
+local scheduler = require("cuasync.scheduler")
+local device = require("cuasync.device")
+local model = require("cuasync.model.attention")
+
+local M = {}
+M.NAME = "attn_sched"   -- <cuasync/schedulers/attn_sched.cuh>
+M.SMS = 132             -- the SM count of a plan made where no GPU is open
+
+-- The scheduler of the checked problem p (model/attention.check), refused by rule in attention's words.
+function M.new(p)
+  local dev = device.peek()
+  local sms = p.sms or (dev and dev.sms) or M.SMS
+  local q_rows = math.ceil(p.s / p.q_tile)
+  -- an s shorter than a tile is one tile (the loads zero-fill, the stores clip)
+  local ok, s = pcall(scheduler.new, { name = M.NAME, kind = "persistent", m = math.max(p.s, p.q_tile), n = p.b * p.h,
+    k = math.max(p.s, p.kv_tile), tile = { p.q_tile, 1 }, bk = p.kv_tile, raster = p.causal and 1 or q_rows, sms = sms })
+  if not ok then
+    util.fail("attention", ("persistent = true: %s"):format((errors.message(s):gsub("^cuasync%.scheduler: ", ""))))
+  end
+  return s
+end
+
+-- CTA c's units in the kernel's order: { bh, q0, tiles } (tiles: the kv tiles it reads).
+function M.units(P, c)
+  local p, S = P.problem, P.sched
+  local out = {}
+  for i, u in ipairs(S:units(c)) do
+    local row = p.causal and S.tiles_m - 1 - u.row or u.row
+    local q0 = row * p.q_tile
+    out[i] = { bh = u.col, q0 = q0, tiles = model.kv_tiles(p.s, q0, p.q_tile, p.kv_tile, p.causal) }
+  end
+  return out
+end
+
+-- The grid: sched.ctas blocks (min(units, sms)), one per SM at most.
+function M.launch_config(P, dev)
+  return P.sched:launch_config(P:check(dev):launch_config{ grid = P.sched.ctas })
+end
+
+return M
