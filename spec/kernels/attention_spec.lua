@@ -8,12 +8,11 @@
 -- the f32 reference against the CPU one, and a large shape against the f32 reference.
 -- Tolerances (attention.TOLERANCE, derived from bf16 rounding there): O within 2^-8 + 2^-8 |o|
 -- (bf16 out; 2^-12 relative f32 out), LSE within 1e-3 + 1e-4 |lse|.
-local ffi = require("ffi")
 local cuasync = require("cuasync")
 local H = require("helper")
 local attention = require("cuasync.kernels.attention")
 local model = require("cuasync.model.attention")
-local json = require("cuasync.json")
+local AC = require("support.attention_check")
 
 local function plan(o)
   local q = { b = 2, h = 3, s = 300, d = 128, causal = false, q_tile = 128, kv_tile = 128, stages = 2 }
@@ -276,63 +275,8 @@ describe("attention", function()
     end)
   end)
 
-  -- Host data: fresh random bf16 with magnitudes in [2^-7, 1), as bits and values.
-  local function random_bf16(n)
-    local bits, vals = ffi.new("uint16_t[?]", n), {}
-    for i = 0, n - 1 do
-      -- magnitudes in [2^-7, 1): exponent 120..126, any mantissa, either sign (exact bf16 values)
-      local x = (120 + H.random_u32() % 7) * 128 + H.random_u32() % 128 + (H.random_u32() % 2) * 0x8000
-      bits[i], vals[i] = x, model.bf16_value(x)
-    end
-    local b = cuasync.alloc(n * 2)
-    b:upload(bits, n * 2)
-    return b, vals
-  end
-
-  local function float_buffer(n) local b = cuasync.alloc(n * 4); b:poison(); return b end
-
-  -- One variant against the CPU reference on one shape; returns the report line.
-  local function check(o, data)
-    local bh, n = o.b * o.h, o.b * o.h * o.s * o.d
-    local O, LSE = cuasync.alloc(n * (o.out == "f32" and 4 or 2)), float_buffer(bh * o.s)
-    O:poison()
-    local B = attention.build(o, { q = data.q, k = data.k, v = data.v, o = O, lse = LSE })
-    B.run()
-    cuasync.synchronize()
-    local got = O:download(o.out == "f32" and "float" or "uint16_t", n)
-    local lse = LSE:download("float", bh * o.s)
-    local T = attention.TOLERANCE
-    local worst, worst_lse = 0, 0
-    for i = 0, n - 1 do
-      local g = o.out == "f32" and got[i] or model.bf16_value(got[i])
-      local d = math.abs(g - data.o[i])
-      if not (d <= T.o.atol + T.o.rtol[o.out] * math.abs(data.o[i])) then   -- the message only for a failure
-        error(("O[%d] = %s, want %s (%s)"):format(i, tostring(g), tostring(data.o[i]), json.encode(o)), 0)
-      end
-      worst = math.max(worst, d)
-    end
-    for i = 0, bh * o.s - 1 do
-      local d = math.abs(lse[i] - data.lse[i])
-      if not (d <= T.lse.atol + T.lse.rtol * math.abs(data.lse[i])) then
-        error(("LSE[%d] = %s, want %s (%s)"):format(i, tostring(lse[i]), tostring(data.lse[i]), json.encode(o)), 0)
-      end
-      worst_lse = math.max(worst_lse, d)
-    end
-    O:close(); LSE:close()
-    return ("s %d d %d causal %s q_tile %d kv_tile %d stages %d %s overlap %s out %s: largest difference O %.3g, LSE %.3g"):format(
-      o.s, o.d, tostring(o.causal), o.q_tile, o.kv_tile, o.stages, o.schedule or "cooperative", tostring(o.overlap or false), o.out,
-      worst, worst_lse)
-  end
-
-  local function shape_data(b, h, s, d, causal)
-    local n = b * h * s * d
-    local data = {}
-    data.q, data.qv = random_bf16(n)
-    data.k, data.kv = random_bf16(n)
-    data.v, data.vv = random_bf16(n)
-    data.o, data.lse = model.reference(data.qv, data.kv, data.vv, b * h, s, d, causal)
-    return data
-  end
+  -- Host data, the CPU reference and one variant's check: spec/support/attention_check.lua
+  local random_bf16, float_buffer, check, shape_data = AC.random_bf16, AC.float_buffer, AC.check, AC.shape_data
 
   -- The O += P V product alone (P from registers, V MN-major through desc_mnmajor), N = 64 and 128:
   -- if attention fails for d = 128 only, the descriptor's leading offset (the 64-column blocks'

@@ -22,15 +22,24 @@ local model = require("cuasync.model.attention")
 local M = {}
 M.NAME = "attn_sched"   -- <cuasync/schedulers/attn_sched.cuh>
 M.SMS = 132             -- the SM count of a plan made where no GPU is open
+M.MAX_UNITS = 2 ^ 31 - 2   -- the scheduler's count (tiles x k-tiles below 2^31 - 1), and the head index
+                           -- a tensor copy takes as a signed 32-bit coordinate
 
 -- The scheduler of the checked problem p (model/attention.check), refused by rule in attention's words.
 function M.new(p)
   local dev = device.peek()
   local sms = p.sms or (dev and dev.sms) or M.SMS
   local q_rows = math.ceil(p.s / p.q_tile)
-  -- an s shorter than a tile is one tile (the loads zero-fill, the stores clip)
+  local units = p.b * p.h * q_rows
+  if units > M.MAX_UNITS then
+    util.fail("attention", ("persistent = true: b x h x q tiles = %d x %d x %d = %d units, more than the device walk counts (%d)"):format(
+      p.b, p.h, q_rows, units, M.MAX_UNITS))
+  end
+  -- An s shorter than a tile is one tile (the loads zero-fill, the stores clip). k is one k-tile:
+  -- the kernel takes a unit whole and counts its kv tiles itself (causal: fewer), so the walk's
+  -- k-iterations are not the attention's.
   local ok, s = pcall(scheduler.new, { name = M.NAME, kind = "persistent", m = math.max(p.s, p.q_tile), n = p.b * p.h,
-    k = math.max(p.s, p.kv_tile), tile = { p.q_tile, 1 }, bk = p.kv_tile, raster = p.causal and 1 or q_rows, sms = sms })
+    k = p.kv_tile, tile = { p.q_tile, 1 }, bk = p.kv_tile, raster = p.causal and 1 or q_rows, sms = sms })
   if not ok then
     util.fail("attention", ("persistent = true: %s"):format((errors.message(s):gsub("^cuasync%.scheduler: ", ""))))
   end

@@ -1,0 +1,218 @@
+-- The attention forward's persistent grid (attention.plan{ persistent = true }, kernels/attention_sched.lua).
+-- CPU: the plan (the scheduler's grid and unit order: causal longest q tiles first across heads,
+-- every unit once), the refusals by rule, the kernel's protocol over several units a block in the
+-- CPU model (odd and even unit counts, every schedule; planted faults found), and every variant's
+-- PTX (NVRTC, sm_90a): no spills with the watchdog or without. GPU (#gpu): persistent variants
+-- against the CPU reference on edge shapes (s = 1, 100, 300; d 64, 128; causal and not), with a
+-- unit count smaller than the grid (sms above it) and larger (sms below it: several units a
+-- block, odd and even counts), output poisoned first (support/attention_check.lua).
+local H = require("helper")
+local attention = require("cuasync.kernels.attention")
+local AC = require("support.attention_check")
+
+local function plan(o)
+  local q = { b = 2, h = 3, s = 300, d = 128, causal = false, q_tile = 128, kv_tile = 128, stages = 2, persistent = true, sms = 132 }
+  for k, v in pairs(o or {}) do q[k] = v end
+  if q.sms == false then q.sms = nil end
+  return attention.plan(q)
+end
+
+describe("attention persistent", function()
+  local gpu_it = H.gpu_it(it, pending)
+
+  describe("plan", function()
+    it("walks (head, q tile) units on min(units, sms) blocks; causal: the longest q tiles of every head first", function()
+      local P = plan()
+      assert.equal(P.q_bytes + 16, P.scratch_bytes)   -- Q, q_full, q_empty
+      assert.equal(2 * 3 * 3, P.sched.ctas)          -- 18 units on 132 SMs: one a block
+      assert.same({ 18, 1, 1 }, attention.launch_config(P, "sm_90").grid)
+      assert.equal(4, plan{ sms = 4 }.sched.ctas)
+      assert.equal(4, #attention.plan{ b = 1, h = 1, s = 64, d = 64, q_tile = 64, kv_tile = 64, persistent = true, sms = 4 }.sched:units(0) + 3)
+      -- causal, 2 heads x 5 q tiles of 64 on 4 blocks: every unit once; each block's tiles never
+      -- grow; the first wave holds the longest (the last q tile of each head)
+      local C = plan{ b = 1, h = 2, d = 64, q_tile = 64, kv_tile = 64, causal = true, sms = 4 }
+      local seen, first = {}, {}
+      for c = 0, 3 do
+        local last = math.huge
+        for i, u in ipairs(attention.units(C, c)) do
+          local key = u.bh .. ":" .. u.q0
+          assert.is_nil(seen[key], key)
+          seen[key] = true
+          assert.truthy(u.tiles <= last, ("block %d: %d tiles after %d"):format(c, u.tiles, last))
+          last = u.tiles
+          if i == 1 then first[#first + 1] = u.q0 end
+        end
+      end
+      local n = 0
+      for _ in pairs(seen) do n = n + 1 end
+      assert.equal(10, n)
+      table.sort(first)
+      assert.same({ 192, 192, 256, 256 }, first)
+      assert.same({ { bh = 0, q0 = 256, tiles = 5 }, { bh = 0, q0 = 128, tiles = 3 }, { bh = 0, q0 = 0, tiles = 1 } }, attention.units(C, 0))
+      -- not causal: a head's q tiles one after another (the default grid's order)
+      local N = plan{ b = 1, h = 2, d = 64, q_tile = 64, kv_tile = 64, sms = 4 }
+      assert.same({ 0, 0, 1 }, { attention.units(N, 0)[1].bh, attention.units(N, 0)[2].bh, attention.units(N, 0)[3].bh })
+      assert.same({ 0, 256, 192 }, { attention.units(N, 0)[1].q0, attention.units(N, 0)[2].q0, attention.units(N, 0)[3].q0 })
+      -- the default stays one block a q tile: no scheduler, the scratch as before
+      local D = attention.plan{ b = 2, h = 3, s = 300, d = 128 }
+      assert.is_nil(D.sched)
+      assert.equal(D.q_bytes + 8, D.scratch_bytes)
+      assert.same({ 3, 6, 1 }, attention.launch_config(D, "sm_90").grid)
+      -- more heads than the default grid's y dimension holds: served persistent
+      assert.equal(132, plan{ b = 300, h = 300, s = 64, d = 64, q_tile = 64, kv_tile = 64 }.sched.ctas)
+    end)
+
+    it("refuses what it cannot serve, by rule, before any compile", function()
+      local cases = {
+        { { persistent = 1 }, "persistent must be true or false (got 1)" },
+        { { persistent = false, sms = 4 }, "sms is for persistent = true" },
+        { { sms = 0 }, "sms must be an integer in 1..4096 (got 0)" },
+        { { sms = 2.5 }, "sms must be an integer in 1..4096 (got 2.5)" },
+        { { b = 65535, h = 65535, s = 64 }, "persistent = true: b x h x q tiles = 65535 x 65535 x 1 = 4294836225 units, more than the device walk counts (2147483646)" },
+        { { persistent = false, sms = false, b = 300, h = 300 }, "b x h = 90000 heads, but a block takes one head's q tile and the grid's y dimension holds at most 65535 (persistent = true walks any count)" },
+      }
+      for _, c in ipairs(cases) do
+        local ok, err = pcall(plan, c[1])   -- sms = false: left out
+        assert.is_false(ok, c[2])
+        assert.truthy(tostring(err):find("cuasync.attention: " .. c[2], 1, true), tostring(err))
+      end
+      local D = attention.plan{ b = 1, h = 2, s = 100, d = 64 }
+      for _, c in ipairs({
+        { function() attention.units(D, 0) end, "cuasync.attention.units: the plan is not persistent" },
+        { function() attention.simulate(D, { units = { 2, 1 } }) end, "cuasync.attention.simulate: units is for persistent plans" },
+        { function() attention.simulate(D, { mutate = { skip_q_wait = 0 } }) end, "cuasync.attention.simulate: mutate.skip_q_wait is a fault of a persistent plan's Q handover" },
+        { function() attention.simulate(plan(), { units = { 2, 0 } }) end, "cuasync.attention.simulate: units[2] must be an integer in 1..64 (got 0)" },
+        { function() attention.simulate(plan(), { units = { 2, 1 }, mutate = { skip_q_wait = 2 } }) end, "cuasync.attention.simulate: mutate.skip_q_wait must be an integer in 0..1 (got 2)" },
+        { function() attention.simulate(plan(), { mutate = { restart_ring = 1 } }) end, "cuasync.attention.simulate: mutate.restart_ring must be true" },
+      }) do
+        local ok, err = pcall(c[1])
+        assert.is_false(ok, c[2])
+        assert.truthy(tostring(err):find(c[2], 1, true), tostring(err))
+      end
+    end)
+
+    it("walks the kernel's protocol over several units a block in the CPU model; planted faults are found", function()
+      for _, v in ipairs({ { 64, "cooperative" }, { 128, "cooperative" }, { 128, "pingpong" } }) do
+        for _, overlap in ipairs({ false, true }) do
+          for stages = 2, 4 do
+            for _, units in ipairs({ { 1 }, { 2, 1 }, { 4, 3, 1 }, { 1, 1, 1, 1 }, { 2, 5, 3 } }) do
+              local P = plan{ d = 64, q_tile = v[1], kv_tile = 64, stages = stages, schedule = v[2], overlap = overlap, causal = true }
+              local r = attention.simulate(P, { units = units, runs = 20 })
+              assert.is_true(r.ok, r.ok or r:report())
+            end
+          end
+        end
+      end
+      -- the units block 0 of a plan really walks (causal: 5, 3, 1 tiles)
+      local C = plan{ b = 1, h = 2, d = 64, q_tile = 64, kv_tile = 64, causal = true, sms = 4, schedule = "cooperative", overlap = true }
+      local counts = {}
+      for i, u in ipairs(attention.units(C, 0)) do counts[i] = u.tiles end
+      assert.same({ 5, 3, 1 }, counts)
+      local r = attention.simulate(C, { units = counts, runs = 30 })
+      assert.is_true(r.ok, r.ok or r:report())
+      for _, v in ipairs({ { 64, "cooperative", false }, { 128, "pingpong", true }, { 128, "cooperative", true } }) do
+        local P = plan{ d = 64, q_tile = v[1], kv_tile = 64, schedule = v[2], overlap = v[3] }
+        for _, c in ipairs({ { { skip_q_wait = 0 }, "error", "its Q copy has not landed" }, { { skip_q_wait = 1 }, "error", "its Q copy has not landed" },
+                             { { skip_q_release = 0 }, "deadlock" }, { { restart_ring = true }, "parity_aliasing" } }) do
+          local f = attention.simulate(P, { units = { 3, 2, 1 }, mutate = c[1] })
+          assert.equal(c[2], f.kind, f.ok and "no fault found" or f:report())
+          if c[3] then assert.truthy(f.message:find(c[3], 1, true), f.message) end
+        end
+      end
+    end)
+  end)
+
+  describe("attention_fwd.cu", function()
+    it("compiles every persistent variant for sm_90a with no spills, with the watchdog or without", function()
+      local lines = {}
+      for _, d in ipairs({ 64, 128 }) do
+        for _, q_tile in ipairs({ 64, 128, 192 }) do
+          for _, kv_tile in ipairs({ 64, 128 }) do
+            for _, schedule in ipairs(q_tile > 64 and { "cooperative", "pingpong" } or { "cooperative" }) do
+              for _, overlap in ipairs({ false, true }) do
+                for _, causal in ipairs({ false, true }) do
+                  local o = { d = d, q_tile = q_tile, kv_tile = kv_tile, schedule = schedule, overlap = overlap, causal = causal }
+                  local ok, P = pcall(plan, o)
+                  if ok or q_tile < 192 then
+                    assert.truthy(ok, tostring(P))
+                    local name = ("d %3d q_tile %3d kv_tile %3d %-11s overlap %-5s causal %-5s"):format(d, q_tile, kv_tile, schedule,
+                      tostring(overlap), tostring(causal))
+                    local prog = attention.program(P, { arch = "sm_90a" })
+                    local ptx = prog:ptx()
+                    -- Q on its two barriers: one wait a unit (q_full), the producer's on q_empty
+                    local _, waits = ptx:gsub("mbarrier%.try_wait%.parity", "")
+                    assert.truthy(waits >= 3, name)
+                    assert.truthy(ptx:find("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes", 1, true), name)
+                    local r = prog:resources().attention_fwd
+                    local bare = attention.program(P, { arch = "sm_90a", watchdog = false }):resources().attention_fwd
+                    assert.equal(0, r.spill_stores + r.spill_loads, name .. ": spills with the watchdog")
+                    assert.equal(0, bare.spill_stores + bare.spill_loads, name .. ": spills without the watchdog")
+                    lines[#lines + 1] = ("%s: %d registers (%d without the watchdog)"):format(name, r.registers, bare.registers)
+                  end
+                end
+              end
+            end
+          end
+        end
+      end
+      print("\n" .. table.concat(lines, "\n"))
+    end)
+  end)
+
+  -- Every schedule on edge shapes; sms 3 (2 heads x 1..5 q tiles: several units a block, odd and
+  -- even counts; s = 1: 2 units, fewer than the grid would be) and sms 132 (fewer units than SMs).
+  gpu_it("persistent variants match the CPU reference on edge shapes (s = 1, 100, 300; d 64, 128; causal and not; units below and above the grid)", function()
+    local lines = {}
+    for _, s in ipairs({ 1, 100, 300 }) do
+      for _, d in ipairs({ 64, 128 }) do
+        for _, causal in ipairs({ false, true }) do
+          local data = AC.shape_data(1, 2, s, d, causal)
+          for _, sms in ipairs({ 3, 132 }) do
+            for _, v in ipairs({ { 64, 64, "cooperative", false }, { 64, 64, "cooperative", true }, { 128, 128, "cooperative", true },
+                                 { 128, 64, "pingpong", false }, { 128, 128, "pingpong", true } }) do
+              local o = { b = 1, h = 2, s = s, d = d, causal = causal, q_tile = v[1], kv_tile = v[2], schedule = v[3], overlap = v[4],
+                          stages = 2 + #lines % 3, out = #lines % 2 == 0 and "bf16" or "f32", persistent = true, sms = sms }
+              lines[#lines + 1] = AC.check(o, data)
+            end
+          end
+          data.q:close(); data.k:close(); data.v:close()
+        end
+      end
+    end
+    print("\n" .. table.concat(lines, "\n"))
+  end)
+
+  gpu_it("persistent q_tile = 192 (three consumer warpgroups) matches the CPU reference (s = 300, several units a block)", function()
+    local lines = {}
+    for _, causal in ipairs({ false, true }) do
+      local data = AC.shape_data(2, 3, 300, 64, causal)
+      for _, v in ipairs({ { "cooperative", false }, { "pingpong", true } }) do
+        lines[#lines + 1] = AC.check({ b = 2, h = 3, s = 300, d = 64, causal = causal, q_tile = 192, kv_tile = 64, stages = 3,
+                                       schedule = v[1], overlap = v[2], out = "bf16", persistent = true, sms = 5 }, data)
+      end
+      data.q:close(); data.k:close(); data.v:close()
+    end
+    print("\n" .. table.concat(lines, "\n"))
+  end)
+
+  gpu_it("a large persistent shape matches the f32 reference on the device (build's verify), on the device's SM count", function()
+    local cuasync = require("cuasync")
+    for _, v in ipairs({ { false, "cooperative", false }, { true, "pingpong", true }, { true, "cooperative", true } }) do
+      local causal, schedule, overlap = v[1], v[2], v[3]
+      local b, h, s, d = 2, 20, 1000, 128   -- 2 x 20 x 8 = 320 units: two waves and a part on 132 SMs
+      local n = b * h * s * d
+      local bufs = { q = cuasync.alloc(n * 2), k = cuasync.alloc(n * 2), v = cuasync.alloc(n * 2), o = cuasync.alloc(n * 2),
+                     lse = cuasync.alloc(b * h * s * 4) }
+      for _, f in ipairs({ "q", "k", "v" }) do attention.random(bufs[f], n, H.random_u32()) end
+      local B = attention.build({ b = b, h = h, s = s, d = d, causal = causal, q_tile = 128, kv_tile = 128, stages = 4,
+                                  schedule = schedule, overlap = overlap, persistent = true }, bufs)
+      assert.equal(math.min(320, cuasync.device(0).sms), B.config.grid[1])
+      B.poison()
+      B.run()
+      cuasync.synchronize()
+      local ok, why = B.verify()
+      assert.is_true(ok, ("causal %s %s overlap %s: %s"):format(tostring(causal), schedule, tostring(overlap), tostring(why)))
+      for _, x in pairs(bufs) do x:close() end
+    end
+  end)
+end)
