@@ -7,9 +7,11 @@
 -- cuasync alone. TFLOP/s counts 4 B H S^2 D, halved for causal.
 --   luajit examples/attention_sweep.lua [--shapes 4x16x4096x128,4x16x4096x128c] [--stages 2,3,4]
 --                                       [--q-tiles 64,128,192] [--kv-tiles 64,128] [--schedules cooperative,pingpong]
---                                       [--overlap off,on] [--watchdog on|off]
+--                                       [--overlap off,on] [--persistent off,on] [--watchdog on|off]
 --                                       [--peers python3] [--rounds 5] [--reps 10]
--- A shape is BxHxSxD, a trailing c for causal.
+-- A shape is BxHxSxD, a trailing c for causal. --persistent on: a grid of at most one block an SM
+-- walking (head, q tile) units, causal longest first (attention.plan{ persistent = true }); the
+-- default is off only, so that the measured defaults stay what they were.
 package.path = (debug.getinfo(1, "S").source:match("^@(.*)/") or ".") .. "/lib/?.lua;" .. package.path
 local root = require("example.checkout")   -- examples/lib/: this checkout's lua/ and build/ first on the paths
 local cuasync = require("cuasync")
@@ -28,6 +30,7 @@ local o = cli.script{ options = {
   { "--kv-tiles LIST", "keys of a K or V tile", default = { 64, 128 } },
   { "--schedules LIST", "cooperative, pingpong (the warpgroups take turns issuing their MMAs)", default = { "cooperative", "pingpong" } },
   { "--overlap LIST", "off, on (S of the next tile issued with O of this one: the softmax overlaps O's MMAs)", default = { "off", "on" } },
+  { "--persistent LIST", "off (one block a q tile), on (min(units, SMs) blocks walking the units: docs/attention.md)", default = { "off" } },
   { "--watchdog WHICH", "on (the library's default for a plan's kernels) or off: the watchdog's bounded waits take registers in the loop (docs/attention.md)", choices = { "on", "off" }, default = "on" },
   { "--peers CMD", "the python that runs examples/peers/sdpa.py (none: skip the peers)", default = "python3" },
   { "--rounds N", "interleaved rounds", default = 5 }, { "--reps N", "launches timed per round", default = 10 },
@@ -69,12 +72,12 @@ for _, text in ipairs(o.shapes) do
   end
   local function opts(p)
     return { b = sh.b, h = sh.h, s = sh.s, d = sh.d, causal = sh.causal, q_tile = p.q_tile, kv_tile = p.kv_tile,
-             stages = p.stages, schedule = p.schedule, overlap = p.overlap == "on", out = "bf16" }
+             stages = p.stages, schedule = p.schedule, overlap = p.overlap == "on", out = "bf16", persistent = p.persistent == "on" }
   end
   local watchdog = o.watchdog == "on"
   local S = cuasync.sweep{
     name = "attention_" .. text, params = { stages = o.stages, q_tile = o.q_tiles, kv_tile = o.kv_tiles, schedule = o.schedules,
-    overlap = o.overlap }, order = { "schedule", "overlap", "q_tile", "kv_tile", "stages" }, unit = "TFLOP/s", rounds = o.rounds, reps = o.reps,
+    overlap = o.overlap, persistent = o.persistent }, order = { "persistent", "schedule", "overlap", "q_tile", "kv_tile", "stages" }, unit = "TFLOP/s", rounds = o.rounds, reps = o.reps,
     where = function(p) return pcall(function() attention.plan(opts(p)):check(attention.limits()) end) end,
     program = function(p) return attention.program(opts(p), { watchdog = watchdog }) end,
     build = function(p) local q = opts(p); q.watchdog = watchdog; return attention.build(q, data()) end,
@@ -94,8 +97,8 @@ for _, r in ipairs(summary) do
   local function peer(name) return p[name] and p[name].tflops end
   local best = r.best and r.best.tflops
   local bp = r.best and r.best.params
-  local params = bp and ("st %d q %d kv %d %s%s"):format(bp.stages, bp.q_tile, bp.kv_tile, bp.schedule,
-    bp.overlap == "on" and "+ovl" or "") or "(none verified)"
+  local params = bp and ("st %d q %d kv %d %s%s%s"):format(bp.stages, bp.q_tile, bp.kv_tile, bp.schedule,
+    bp.overlap == "on" and "+ovl" or "", bp.persistent == "on" and "+pers" or "") or "(none verified)"
   print(("%-16s %-39s %7s %6s %4s %9s %7s %5s"):format(r.shape, params, tf(best), tf(peer("cudnn")), tf(peer("flash")),
     tf(peer("efficient")), ratio(best, peer("cudnn")), ratio(best, peer("flash"))))
 end
