@@ -387,6 +387,9 @@ extern "C" __global__ void __launch_bounds__(Plan::block, 1) attention_fwd(const
     wg::fence_operands(o);
     wg::fence_operands(p);
     pipe.consumer_release(st);   // the last V
+#if PERSISTENT
+    st.advance();                // the next unit's K_0 (the non-overlapped loop advances after each release)
+#endif
 #endif
 
     // O / l and the LSE (natural log: (m scale log2 e + log2 l) ln 2); rows past s are not stored

@@ -84,6 +84,7 @@ describe("attention persistent", function()
         { function() attention.simulate(plan(), { units = { 2, 0 } }) end, "cuasync.attention.simulate: units[2] must be an integer in 1..64 (got 0)" },
         { function() attention.simulate(plan(), { units = { 2, 1 }, mutate = { skip_q_wait = 2 } }) end, "cuasync.attention.simulate: mutate.skip_q_wait must be an integer in 0..1 (got 2)" },
         { function() attention.simulate(plan(), { mutate = { restart_ring = 1 } }) end, "cuasync.attention.simulate: mutate.restart_ring must be true" },
+        { function() attention.simulate(plan(), { mutate = { lag_ring = 1 } }) end, "cuasync.attention.simulate: mutate.lag_ring must be true" },
       }) do
         local ok, err = pcall(c[1])
         assert.is_false(ok, c[2])
@@ -113,7 +114,8 @@ describe("attention persistent", function()
       for _, v in ipairs({ { 64, "cooperative", false }, { 128, "pingpong", true }, { 128, "cooperative", true } }) do
         local P = plan{ d = 64, q_tile = v[1], kv_tile = 64, schedule = v[2], overlap = v[3] }
         for _, c in ipairs({ { { skip_q_wait = 0 }, "error", "its Q copy has not landed" }, { { skip_q_wait = 1 }, "error", "its Q copy has not landed" },
-                             { { skip_q_release = 0 }, "deadlock" }, { { restart_ring = true }, "parity_aliasing" } }) do
+                             { { skip_q_release = 0 }, "deadlock" }, { { restart_ring = true }, "parity_aliasing" },
+                             { { lag_ring = true }, "over_arrival" } }) do
           local f = attention.simulate(P, { units = { 3, 2, 1 }, mutate = c[1] })
           assert.equal(c[2], f.kind, f.ok and "no fault found" or f:report())
           if c[3] then assert.truthy(f.message:find(c[3], 1, true), f.message) end

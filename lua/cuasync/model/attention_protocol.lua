@@ -15,7 +15,7 @@
 --     their S MMAs are done (without overlap after the unit's loop, with it before the last V's
 --     wait), arrive once each on q_empty (count: the consumer warpgroups).
 -- M.simulate(problem, { tiles, units, stages, runs, seed, mutate = { no_pass = g | release_twice = true |
--- skip_release_k = true | skip_q_wait = u | skip_q_release = u | restart_ring = true } }) -> the
+-- skip_release_k = true | skip_q_wait = u | skip_q_release = u | restart_ring = true | lag_ring = true } }) -> the
 -- model's result (r.ok, r.kind, r:report()). units: a list of tile counts, one a unit (persistent
 -- plans; default { tiles, tiles - 1, ... } down to 1, three units at most). Pure Lua.
 local protocol = require("cuasync.model.protocol")
@@ -23,7 +23,7 @@ local util = require("cuasync.util")
 
 local M = {}
 M.MUTATIONS = { no_pass = true, release_twice = true, skip_release_k = true, skip_q_wait = true, skip_q_release = true,
-                restart_ring = true }
+                restart_ring = true, lag_ring = true }
 
 -- units: the tile counts of the block's units in order ({ tiles } without persistent).
 function M.spec(p, units, stages, m)
@@ -108,7 +108,9 @@ function M.spec(p, units, stages, m)
           q_done(u)
           wait_full(iters - 1); take_turn(); release(iters - 1)
         end
-        if not m.restart_ring then base = base + iters end
+        -- lag_ring: the consumers' ring stays on the unit's last V (the kernel's overlapped loop
+        -- once released it without advancing; the H200 hung on it)
+        if not m.restart_ring then base = base + iters - (m.lag_ring and 1 or 0) end
       end
     end
   end
@@ -143,6 +145,9 @@ function M.simulate(p, o)
   end
   if m.restart_ring ~= nil and (m.restart_ring ~= true or not p.persistent) then
     util.fail("attention.simulate", "mutate.restart_ring must be true, on a persistent plan (each unit restarts the ring at stage 0, phase 0)")
+  end
+  if m.lag_ring ~= nil and (m.lag_ring ~= true or not p.persistent) then
+    util.fail("attention.simulate", "mutate.lag_ring must be true, on a persistent plan (the consumers' ring one iteration behind after each unit)")
   end
   local spec = M.spec(p, units, util.int_in("attention.simulate", "stages", o.stages or p.stages, 2, 16), m)
   spec.runs, spec.seed, spec.explore = o.runs or 50, o.seed, "random"
