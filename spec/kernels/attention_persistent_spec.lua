@@ -141,7 +141,7 @@ describe("attention persistent", function()
   end)
 
   describe("attention_fwd.cu", function()
-    it("compiles every persistent variant for sm_90a with no spills, with the watchdog or without", function()
+    it("compiles every persistent variant for sm_90a with no spills, with the watchdog (and at d 128 without)", function()
       local lines = {}
       for _, d in ipairs({ 64, 128 }) do
         for _, q_tile in ipairs({ 64, 128, 192 }) do
@@ -162,10 +162,13 @@ describe("attention persistent", function()
                     assert.truthy(waits >= 3, name)
                     assert.truthy(ptx:find("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes", 1, true), name)
                     local r = prog:resources().attention_fwd
-                    local bare = attention.program(P, { arch = "sm_90a", watchdog = false }):resources().attention_fwd
                     assert.equal(0, r.spill_stores + r.spill_loads, name .. ": spills with the watchdog")
-                    assert.equal(0, bare.spill_stores + bare.spill_loads, name .. ": spills without the watchdog")
-                    lines[#lines + 1] = ("%s: %d registers (%d without the watchdog)"):format(name, r.registers, bare.registers)
+                    -- without the watchdog at d 128 only, where the registers are tightest (each
+                    -- compile is a second or more of the full make test's ten minutes)
+                    local bare = d == 128 and attention.program(P, { arch = "sm_90a", watchdog = false }):resources().attention_fwd
+                    if bare then assert.equal(0, bare.spill_stores + bare.spill_loads, name .. ": spills without the watchdog") end
+                    lines[#lines + 1] = ("%s: %d registers%s"):format(name, r.registers,
+                      bare and (" (%d without the watchdog)"):format(bare.registers) or "")
                   end
                 end
               end
@@ -177,24 +180,35 @@ describe("attention persistent", function()
     end)
   end)
 
-  -- Every schedule on edge shapes; sms 3 (2 heads x 1..5 q tiles: several units a block, odd and
+  -- The variants on edge shapes; sms 3 (2 heads x 1..5 q tiles: several units a block, odd and
   -- even counts; s = 1: 2 units, fewer than the grid would be) and sms 132 (fewer units than SMs).
+  -- Each persistent shape is a compile of its own, so not every product: each of the 12 shapes
+  -- takes two of the five variants in turn, one on each grid, so every variant runs on both grids,
+  -- both head dims and causal and not (the product was 120 compiles: minutes of the make test).
   gpu_it("persistent variants match the CPU reference on edge shapes (s = 1, 100, 300; d 64, 128; causal and not; units below and above the grid)", function()
-    local lines = {}
+    local V = { { 64, 64, "cooperative", false }, { 64, 64, "cooperative", true }, { 128, 128, "cooperative", true },
+                { 128, 64, "pingpong", false }, { 128, 128, "pingpong", true } }
+    local lines, k, seen = {}, 0, {}
     for _, s in ipairs({ 1, 100, 300 }) do
       for _, d in ipairs({ 64, 128 }) do
         for _, causal in ipairs({ false, true }) do
           local data = AC.shape_data(1, 2, s, d, causal)
-          for _, sms in ipairs({ 3, 132 }) do
-            for _, v in ipairs({ { 64, 64, "cooperative", false }, { 64, 64, "cooperative", true }, { 128, 128, "cooperative", true },
-                                 { 128, 64, "pingpong", false }, { 128, 128, "pingpong", true } }) do
-              local o = { b = 1, h = 2, s = s, d = d, causal = causal, q_tile = v[1], kv_tile = v[2], schedule = v[3], overlap = v[4],
-                          stages = 2 + #lines % 3, out = #lines % 2 == 0 and "bf16" or "f32", persistent = true, sms = sms }
-              lines[#lines + 1] = AC.check(o, data)
-            end
+          for j = 0, 1 do
+            local vi = (2 * k + j) % #V + 1
+            local v, sms = V[vi], (k + j) % 2 == 0 and 3 or 132
+            local o = { b = 1, h = 2, s = s, d = d, causal = causal, q_tile = v[1], kv_tile = v[2], schedule = v[3], overlap = v[4],
+                        stages = 2 + #lines % 3, out = #lines % 2 == 0 and "bf16" or "f32", persistent = true, sms = sms }
+            lines[#lines + 1] = AC.check(o, data)
+            for _, key in ipairs({ vi .. ":sms" .. sms, vi .. ":d" .. d, vi .. ":" .. tostring(causal) }) do seen[key] = true end
           end
+          k = k + 1
           data.q:close(); data.k:close(); data.v:close()
         end
+      end
+    end
+    for vi = 1, #V do
+      for _, key in ipairs({ "sms3", "sms132", "d64", "d128", "true", "false" }) do
+        assert.truthy(seen[vi .. ":" .. key], ("variant %d never ran with %s"):format(vi, key))
       end
     end
     print("\n" .. table.concat(lines, "\n"))
