@@ -52,8 +52,8 @@ describe("attention persistent", function()
       -- 3 takes 4, 3 (round robin gave 5, 3, 1 and 4, 2: 9 against 6)
       assert.same({ { bh = 0, q0 = 256, tiles = 5 }, { bh = 1, q0 = 64, tiles = 2 }, { bh = 0, q0 = 0, tiles = 1 } }, attention.units(C, 0))
       assert.same({ { bh = 1, q0 = 192, tiles = 4 }, { bh = 0, q0 = 128, tiles = 3 } }, attention.units(C, 3))
-      -- 4 x 16 heads x 32 q tiles of 128, causal, on 132 blocks: the busiest block within 0.5% of
-      -- the mean (round robin's was 6.2% over it)
+      -- 4 x 16 heads x 32 q tiles of 128, causal, on 132 blocks: the busiest block within 0.2% of
+      -- the mean (the snake gives each 256 kv tiles; round robin's busiest was 6.2% over it)
       local B = attention.plan{ b = 4, h = 16, s = 4096, d = 128, q_tile = 128, kv_tile = 128, causal = true, persistent = true, sms = 132 }
       local most, total, units = 0, 0, 0
       for c = 0, B.sched.ctas - 1 do
@@ -63,7 +63,7 @@ describe("attention persistent", function()
       end
       assert.equal(2048, units)
       assert.equal(64 * 32 * 33 / 2, total)
-      assert.truthy(most <= 1.005 * total / 132, ("the busiest block: %d kv tiles, the mean %.1f"):format(most, total / 132))
+      assert.truthy(most <= 1.002 * total / 132, ("the busiest block: %d kv tiles, the mean %.1f"):format(most, total / 132))
       assert.has_error(function() attention.units(B, 132) end, "cuasync.attention.units: c must be an integer in 0..131 (got 132)")
       -- not causal: a head's q tiles one after another (the default grid's order)
       local N = plan{ b = 1, h = 2, d = 64, q_tile = 64, kv_tile = 64, sms = 4 }
