@@ -2,11 +2,13 @@
 --   copy:  make run's best variant (pipeline_tma: 64-row boxes, 2 consumer warps, 3 stages, 40960
 --          bytes in flight per SM) untraced, traced 1 block in 8 (the default) and traced in every
 --          block, timed in the same interleaved rounds beside cuMemcpyDtoD; then its summary
---   gemm:  the GEMM (128x256 tiles, cluster 1, raster 1, 4 stages) the same three ways beside cuBLAS
+--   gemm:  the GEMM (128x256 tiles, cluster 1, 4 stages; raster 1 and one store buffer unless told:
+--          --raster 16 --store-buffers 2 is the family's best 8192^3 variant) the same three ways beside cuBLAS
 --   knee:  the GEMM (128x128 tiles) at 2 to 6 stages, traced: how long consumers wait on full, the producer
 --          on empty, a stage from issue to landed, and the epilogue (docs/timeline.md reads it)
 -- Every variant is verified before it is timed.
---   luajit examples/bench_trace.lua [--parts copy,gemm,knee] [--m 8192] [--out DIR (the traces' JSON and SVG)]
+--   luajit examples/bench_trace.lua [--parts copy,gemm,knee] [--m 8192] [--raster 1] [--store-buffers 1]
+--                                   [--out DIR (the traces' JSON and SVG)]
 package.path = (debug.getinfo(1, "S").source:match("^@(.*)/") or ".") .. "/lib/?.lua;" .. package.path
 require("example.checkout")   -- examples/lib/: this checkout's lua/ and build/ first on the paths
 local cuasync = require("cuasync")
@@ -20,12 +22,20 @@ local o = cli.script{ options = {
   { "--m N", "the GEMM's m = n = k", default = 8192 },
   { "--stages LIST", "the knee's stage counts", default = { 2, 3, 4, 5, 6 } },
   { "--tile MxN", "the knee's GEMM tile", default = "128x128" },
+  { "--raster N", "the GEMM part's raster (1, as docs/timeline.md's table; 16: the family's best)", default = 1 },
+  { "--store-buffers N", "the GEMM part's TMA epilogue chunk buffers (1, as the table; 2: the family's best)", default = 1 },
   { "--rounds N", "interleaved rounds", default = 7 }, { "--reps N", "launches timed per round", default = 10 },
   { "--out DIR", "write each traced run's Perfetto JSON and SVG there" },
 } }
-if not cuasync.available() then print("bench_trace: no GPU (" .. select(2, cuasync.available()) .. "): nothing to measure") return end
 local parts = {}
 for _, p in ipairs(o.parts) do parts[p] = true end
+-- the GEMM part's variant refused by its plan's rule before anything runs
+if parts.gemm then
+  local ok, e = pcall(gemm.plan, { stages = 4, tile = "128x256", cluster = 1, raster = o.raster, store_buffers = o.store_buffers,
+                                   m = o.m, n = o.m, k = o.m })
+  if not ok then io.stderr:write("bench_trace.lua: --raster / --store-buffers: ", tostring(e), "\n") os.exit(2) end
+end
+if not cuasync.available() then print("bench_trace: no GPU (" .. select(2, cuasync.available()) .. "): nothing to measure") return end
 -- "none": compiled with trace but no block traced (what the checks alone cost every block)
 local TRACES = { { "off", false }, { "none", { blocks = { 2 ^ 31 - 1 } } }, { "1 in 8", true }, { "all blocks", { blocks = "all" } } }
 
@@ -72,8 +82,9 @@ end
 
 local d
 if parts.gemm or parts.knee then d = gemm_data(o.m, o.m, o.m) end
-local function gemm_build(stages, trace, tile)
-  local b = gemm.build({ stages = stages, tile = tile or "128x256", cluster = 1, raster = 1, m = o.m, n = o.m, k = o.m,
+local function gemm_build(stages, trace, tile, raster, store_buffers)
+  local b = gemm.build({ stages = stages, tile = tile or "128x256", cluster = 1, raster = raster or 1, store_buffers = store_buffers,
+                         m = o.m, n = o.m, k = o.m,
                          trace = trace and (trace == true and { names = gemm.TRACE_NAMES } or trace) or nil },
                        { a = d.a, b = d.b, c = d.c, ref = d.r })
   b.poison(); b.run(); cuasync.synchronize()
@@ -86,9 +97,10 @@ if parts.gemm then
   for i, t in ipairs(TRACES) do
     local tr = t[2]
     if type(tr) == "table" then tr = { blocks = tr.blocks, names = gemm.TRACE_NAMES } end
-    variants[i] = { label = t[1], run = gemm_build(4, tr).run }
+    variants[i] = { label = t[1], run = gemm_build(4, tr, nil, o.raster, o.store_buffers).run }
   end
-  table_of(("GEMM %d^3, 128x256, cluster 1, 4 stages"):format(o.m),
+  table_of(("GEMM %d^3, 128x256, cluster 1, 4 stages, raster %d, %d store buffer%s"):format(o.m, o.raster, o.store_buffers,
+           o.store_buffers == 1 and "" or "s"),
            { label = "cuBLAS", run = function() gemm.cublas(d.a, d.b, d.c, o.m, o.m, o.m) end }, variants)
 end
 
