@@ -13,7 +13,6 @@ function number(r,    n) { n = r; sub(/^(not )?ok /, "", n); sub(/ .*/, "", n); 
 {
     if (match($0, /[^A-Za-z](not )?ok [0-9]+ - /) == 0) next
     r = substr($0, RSTART + 1)
-    if (r ~ /^ ok/) r = substr(r, 2)   # the character before "ok" was the space after "not"
     n = number(r)
     if (!(n in mid)) mid[n] = kind(r)
     if (n > most) most = n
