@@ -7,7 +7,7 @@
 // longest first. PERSISTENT: a grid of at most one block per SM instead, each walking work units
 // (one q tile of one head each) as the scheduler plan "attn_sched" deals them
 // (<cuasync/schedulers/attn_sched.cuh>, kernels/attention_sched.lua: a tile row is a q tile, a tile
-// column a head; causal: q tile rows reversed, so the longest tiles of every head come first). The
+// column a head, a head's q tiles in a row; causal: rows reversed, each head's longest first). The
 // ring's state carries from unit to unit; Q is reloaded each unit, after the consumers say on a
 // second barrier (q_empty, one arrival a consumer warpgroup) that their S MMAs are done with it:
 // unit u waits q_full's phase u, the producer waits q_empty's phase u - 1. Roles:
@@ -83,11 +83,10 @@ __device__ __forceinline__ unsigned kv_tiles_of(unsigned q0, unsigned s)
 }
 
 // Unit u of this block (u = 0, 1, ...): its head and its first query row; false past the last.
-// Rounds of the grid: round u takes the scheduler's tiles u G .. u G + G - 1 (tile rows: q tiles,
-// causal reversed so that the longest come first; tile columns: heads). Causal: every other
-// round in reverse block order (a snake): with the units sorted longest first, plain round robin
-// gave block 0 the longest of every round, 6% more work than the mean on 4x16x4096 (the H200
-// measured the walk 5-8% slower than the default grid); the snake evens it to within 0.2%
+// Rounds of the grid: round u takes the scheduler's tiles u G .. u G + G - 1 (a head's q tiles in a
+// row, causal reversed so that the head's longest comes first; kernels/attention_sched.lua says
+// why this order). Causal: every other round in reverse block order (a snake): plain round robin
+// leaves the busiest block 12.5% over the mean kv tiles on 4x16x4096, the snake 3.1%
 // (kernels/attention_sched.lua walks the same order on the CPU).
 __device__ __forceinline__ bool unit_at(unsigned u, unsigned &bh, unsigned &q0)
 {

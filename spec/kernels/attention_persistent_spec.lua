@@ -21,49 +21,48 @@ describe("attention persistent", function()
   local gpu_it = H.gpu_it(it, pending)
 
   describe("plan", function()
-    it("walks (head, q tile) units on min(units, sms) blocks; causal: the longest q tiles of every head first", function()
+    it("walks (head, q tile) units on min(units, sms) blocks, a head's q tiles in a row; causal: each head's longest first, in a snake", function()
       local P = plan()
       assert.equal(P.q_bytes + 16, P.scratch_bytes)   -- Q, q_full, q_empty
       assert.equal(2 * 3 * 3, P.sched.ctas)          -- 18 units on 132 SMs: one a block
       assert.same({ 18, 1, 1 }, attention.launch_config(P, "sm_90").grid)
       assert.equal(4, plan{ sms = 4 }.sched.ctas)
       assert.equal(4, #attention.plan{ b = 1, h = 1, s = 64, d = 64, q_tile = 64, kv_tile = 64, persistent = true, sms = 4 }.sched:units(0) + 3)
-      -- causal, 2 heads x 5 q tiles of 64 on 4 blocks: every unit once; each block's tiles never
-      -- grow; the first wave holds the longest (the last q tile of each head)
+      -- causal, 2 heads x 5 q tiles of 64 on 4 blocks: every unit once, in head order (a head's
+      -- q tiles in a row, its longest first), dealt in a snake (round 1 runs the blocks in reverse)
       local C = plan{ b = 1, h = 2, d = 64, q_tile = 64, kv_tile = 64, causal = true, sms = 4 }
-      local seen, first = {}, {}
+      local seen = {}
       for c = 0, 3 do
-        local last = math.huge
-        for i, u in ipairs(attention.units(C, c)) do
+        for _, u in ipairs(attention.units(C, c)) do
           local key = u.bh .. ":" .. u.q0
           assert.is_nil(seen[key], key)
           seen[key] = true
-          assert.truthy(u.tiles <= last, ("block %d: %d tiles after %d"):format(c, u.tiles, last))
-          last = u.tiles
-          if i == 1 then first[#first + 1] = u.q0 end
         end
       end
       local n = 0
       for _ in pairs(seen) do n = n + 1 end
       assert.equal(10, n)
-      table.sort(first)
-      assert.same({ 192, 192, 256, 256 }, first)
-      -- the snake: round 1 runs the blocks in reverse, so block 0 takes 5, 2, 1 kv tiles and block
-      -- 3 takes 4, 3 (round robin gave 5, 3, 1 and 4, 2: 9 against 6)
-      assert.same({ { bh = 0, q0 = 256, tiles = 5 }, { bh = 1, q0 = 64, tiles = 2 }, { bh = 0, q0 = 0, tiles = 1 } }, attention.units(C, 0))
-      assert.same({ { bh = 1, q0 = 192, tiles = 4 }, { bh = 0, q0 = 128, tiles = 3 } }, attention.units(C, 3))
-      -- 4 x 16 heads x 32 q tiles of 128, causal, on 132 blocks: the busiest block within 0.2% of
-      -- the mean (the snake gives each 256 kv tiles; round robin's busiest was 6.2% over it)
+      assert.same({ { bh = 0, q0 = 256, tiles = 5 }, { bh = 1, q0 = 128, tiles = 3 }, { bh = 1, q0 = 64, tiles = 2 } }, attention.units(C, 0))
+      assert.same({ { bh = 0, q0 = 64, tiles = 2 }, { bh = 0, q0 = 0, tiles = 1 } }, attention.units(C, 3))
+      -- 4 x 16 heads x 32 q tiles of 128, causal, on 132 blocks: the first round holds the q tiles
+      -- of 5 heads (head order: the blocks running at once share few heads' K and V); the busiest
+      -- block 3.1% over the mean kv tiles (plain round robin in this order: 12.5%)
       local B = attention.plan{ b = 4, h = 16, s = 4096, d = 128, q_tile = 128, kv_tile = 128, causal = true, persistent = true, sms = 132 }
-      local most, total, units = 0, 0, 0
+      local most, total, units, heads = 0, 0, 0, {}
       for c = 0, B.sched.ctas - 1 do
         local sum = 0
-        for _, u in ipairs(attention.units(B, c)) do sum, units = sum + u.tiles, units + 1 end
+        for i, u in ipairs(attention.units(B, c)) do
+          sum, units = sum + u.tiles, units + 1
+          if i == 1 then heads[u.bh] = true end
+        end
         most, total = math.max(most, sum), total + sum
       end
+      local first_heads = 0
+      for _ in pairs(heads) do first_heads = first_heads + 1 end
+      assert.equal(5, first_heads)
       assert.equal(2048, units)
       assert.equal(64 * 32 * 33 / 2, total)
-      assert.truthy(most <= 1.002 * total / 132, ("the busiest block: %d kv tiles, the mean %.1f"):format(most, total / 132))
+      assert.truthy(most <= 1.032 * total / 132, ("the busiest block: %d kv tiles, the mean %.1f"):format(most, total / 132))
       assert.has_error(function() attention.units(B, 132) end, "cuasync.attention.units: c must be an integer in 0..131 (got 132)")
       -- not causal: a head's q tiles one after another (the default grid's order)
       local N = plan{ b = 1, h = 2, d = 64, q_tile = 64, kv_tile = 64, sms = 4 }
@@ -120,11 +119,11 @@ describe("attention persistent", function()
           end
         end
       end
-      -- the units block 0 of a plan really walks (causal: 5, 2, 1 tiles)
+      -- the units block 0 of a plan really walks (causal: 5, 3, 2 tiles)
       local C = plan{ b = 1, h = 2, d = 64, q_tile = 64, kv_tile = 64, causal = true, sms = 4, schedule = "cooperative", overlap = true }
       local counts = {}
       for i, u in ipairs(attention.units(C, 0)) do counts[i] = u.tiles end
-      assert.same({ 5, 2, 1 }, counts)
+      assert.same({ 5, 3, 2 }, counts)
       local r = attention.simulate(C, { units = counts, runs = 30 })
       assert.is_true(r.ok, r.ok or r:report())
       for _, v in ipairs({ { 64, "cooperative", false }, { 128, "pingpong", true }, { 128, "cooperative", true } }) do

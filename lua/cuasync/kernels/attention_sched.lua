@@ -4,13 +4,12 @@
 -- (tile rows: the q tiles) by n = b*h columns in tiles of 1 (tile columns: the heads). CTA c takes
 -- one unit of each round of G (G = the grid, min(units, sms)) in the scheduler's raster order, the
 -- c-th (causal: every other round the (G - 1 - c)-th, M.tile_of):
---   causal: raster = 1, so every head's q tile of one tile row comes before the next row's, and
---     the kernel reverses the rows (row r is q tile tiles_m - 1 - r): the longest q tiles of every
---     head first, the shortest last, where they fill the last wave's gaps (FlashAttention-3 orders
---     its causal work by length for the same reason);
---   not causal: every unit is as long; raster = tiles_m walks a head's q tiles one after another
---     (the default grid's order: blockIdx.x, the q tile, fastest), so that the blocks running at
---     once share few heads' K and V in L2.
+--   raster = tiles_m, causal or not: a head's q tiles one after another (the default grid's order:
+--     blockIdx.x, the q tile, fastest), so that the blocks running at once read few heads' K and V
+--     and those stay in L2; causal, the kernel reverses the rows (row r is q tile tiles_m - 1 - r),
+--     so each head's longest q tile comes first. Causal with raster = 1 instead (every head's q
+--     tile of one row before the next row's: longest first over all heads) read 3-5% below the
+--     default grid on the H200 and this order 2-5% above it (docs/attention.md, section 5).
 -- sms: the plan's field, else the open device's SM count, else 132 (an H100 or H200 SXM): as the
 -- GEMM's scheduler (kernels/gemm_sched.lua). A grid of 132 on a device with fewer SMs is still
 -- correct (the walk covers every unit on any grid), only a second partial wave.
@@ -41,7 +40,7 @@ function M.new(p)
   -- the kernel takes a unit whole and counts its kv tiles itself (causal: fewer), so the walk's
   -- k-iterations are not the attention's.
   local ok, s = pcall(scheduler.new, { name = M.NAME, kind = "persistent", m = math.max(p.s, p.q_tile), n = p.b * p.h,
-    k = p.kv_tile, tile = { p.q_tile, 1 }, bk = p.kv_tile, raster = p.causal and 1 or q_rows, sms = sms })
+    k = p.kv_tile, tile = { p.q_tile, 1 }, bk = p.kv_tile, raster = q_rows, sms = sms })
   if not ok then
     util.fail("attention", ("persistent = true: %s"):format((errors.message(s):gsub("^cuasync%.scheduler: ", ""))))
   end
@@ -50,8 +49,8 @@ end
 
 -- The scheduler's tile that block c of a grid of g takes as its unit u (0-based), or nil past
 -- its last: round u is tiles u g .. u g + g - 1; causal, every other round in reverse block order
--- (a snake: with the units sorted longest first, round robin gave block 0 the longest of every
--- round, 6% over the mean on 4 x 16 x 4096; the snake evens it). attention_fwd.cu's unit_at.
+-- (a snake: round robin left the busiest block 12.5% over the mean kv tiles on 4 x 16 x 4096, the
+-- snake 3.1%). attention_fwd.cu's unit_at.
 function M.tile_of(S, causal, c, u)
   local g = S.ctas
   local i = u * g + ((causal and u % 2 == 1) and g - 1 - c or c)
