@@ -40,8 +40,11 @@ local function run(name, with_gpu)
   local printed, partial = {}, {}
   -- io.write is kept too, up to print's newline: on the real stdout a page's io.write without one
   -- ran into busted's next TAP line ("0:0 0:0 ... ok 414"), which the closing count then missed
-  local page_io = setmetatable({ write = function(...)
-    for i = 1, select("#", ...) do partial[#partial + 1] = tostring((select(i, ...))) end
+  local page_io
+  page_io = setmetatable({ write = function(...)   -- as io.write: returns the file, so writes chain
+    local first = (select("#", ...) > 0 and (select(1, ...)) == page_io) and 2 or 1   -- page_io:write(...)
+    for i = first, select("#", ...) do partial[#partial + 1] = tostring((select(i, ...))) end
+    return page_io
   end }, { __index = io })
   setfenv(fn, setmetatable({ io = page_io, print = function(...)
     local t = {}

@@ -1,6 +1,6 @@
 -- The attention forward's persistent grid (attention.plan{ persistent = true }, kernels/attention_sched.lua).
--- CPU: the plan (the scheduler's grid and unit order: causal longest q tiles first across heads,
--- every unit once), the refusals by rule, the kernel's protocol over several units a block in the
+-- CPU: the plan (the scheduler's grid and unit order: a head's q tiles in a row, causal each
+-- head's longest first, in a snake; every unit once), the refusals by rule, the kernel's protocol over several units a block in the
 -- CPU model (odd and even unit counts, every schedule; planted faults found), and every variant's
 -- PTX (NVRTC, sm_90a): no spills with the watchdog or without. GPU (#gpu): persistent variants
 -- against the CPU reference on edge shapes (s = 1, 100, 300; d 64, 128; causal and not), with a
@@ -182,8 +182,9 @@ describe("attention persistent", function()
   -- The variants on edge shapes; sms 3 (2 heads x 1..5 q tiles: several units a block, odd and
   -- even counts; s = 1: 2 units, fewer than the grid would be) and sms 132 (fewer units than SMs).
   -- Each persistent shape is a compile of its own, so not every product: each of the 12 shapes
-  -- takes two of the five variants in turn, one on each grid, so every variant runs on both grids,
-  -- both head dims and causal and not (the product was 120 compiles: minutes of the make test).
+  -- takes two of the five variants in turn, on sms 3 but every third on 132, so that every
+  -- variant runs on both grids, with several units in a block, both head dims and causal and not
+  -- (the product was 120 compiles: minutes of the make test).
   gpu_it("persistent variants match the CPU reference on edge shapes (s = 1, 100, 300; d 64, 128; causal and not; units below and above the grid)", function()
     local V = { { 64, 64, "cooperative", false }, { 64, 64, "cooperative", true }, { 128, 128, "cooperative", true },
                 { 128, 64, "pingpong", false }, { 128, 128, "pingpong", true } }
@@ -194,11 +195,15 @@ describe("attention persistent", function()
           local data = AC.shape_data(1, 2, s, d, causal)
           for j = 0, 1 do
             local vi = (2 * k + j) % #V + 1
-            local v, sms = V[vi], (k + j) % 2 == 0 and 3 or 132
+            local v, sms = V[vi], (k + j + 1) % 3 == 0 and 132 or 3
             local o = { b = 1, h = 2, s = s, d = d, causal = causal, q_tile = v[1], kv_tile = v[2], schedule = v[3], overlap = v[4],
                         stages = 2 + #lines % 3, out = #lines % 2 == 0 and "bf16" or "f32", persistent = true, sms = sms }
             lines[#lines + 1] = AC.check(o, data)
             for _, key in ipairs({ vi .. ":sms" .. sms, vi .. ":d" .. d, vi .. ":" .. tostring(causal) }) do seen[key] = true end
+            local P = attention.plan(o)
+            for c = 0, P.sched.ctas - 1 do   -- a block with several units: the ring carried across them
+              if #attention.units(P, c) > 1 then seen[vi .. ":several"] = true end
+            end
           end
           k = k + 1
           data.q:close(); data.k:close(); data.v:close()
@@ -206,7 +211,7 @@ describe("attention persistent", function()
       end
     end
     for vi = 1, #V do
-      for _, key in ipairs({ "sms3", "sms132", "d64", "d128", "true", "false" }) do
+      for _, key in ipairs({ "sms3", "sms132", "d64", "d128", "true", "false", "several" }) do
         assert.truthy(seen[vi .. ":" .. key], ("variant %d never ran with %s"):format(vi, key))
       end
     end
