@@ -231,6 +231,14 @@ extern "C" __global__ void __launch_bounds__(Plan::block, 1) attention_fwd(const
     if (group == 0) {
         if (MOVE_REGS) wg::setmaxnreg_dec<PRODUCER_REGS>();
         if (!pipe.is_producer_thread()) return;
+        // Stage st: K tile j (kv 0) or V tile j (kv 1) of head bh, once its slot is free.
+        auto load_kv = [&](const decltype(pipe.producer_start()) &st, unsigned kv, unsigned j, unsigned bh_) {
+            pipe.producer_acquire(st);
+            pipe.producer_expect(st);
+            for (unsigned b = 0; b < BLOCKS; ++b)
+                cuasync::tma::load(pipe.slice(st, Plan::kv, b), kv ? &V : &K, pipe.full_barrier(st), (int)(b * SPAN),
+                                   (int)(j * KV_TILE), (int)bh_);
+        };
 #if PERSISTENT
         // Each unit: K_0 first, then Q (once the consumers are done with the last unit's), so that
         // K_0's copy is in flight while they finish; then the rest of K and V. One ring state.
@@ -240,11 +248,7 @@ extern "C" __global__ void __launch_bounds__(Plan::block, 1) attention_fwd(const
             const unsigned tiles = kv_tiles_of(q0, s);
             for (unsigned j = 0; j < tiles; ++j) {
                 for (unsigned kv = 0; kv < 2u; ++kv, st.advance()) {   // K tile j, then V tile j
-                    pipe.producer_acquire(st);
-                    pipe.producer_expect(st);
-                    for (unsigned b = 0; b < BLOCKS; ++b)
-                        cuasync::tma::load(pipe.slice(st, Plan::kv, b), kv ? &V : &K, pipe.full_barrier(st), (int)(b * SPAN),
-                                           (int)(j * KV_TILE), (int)bh);
+                    load_kv(st, kv, j, bh);
                     if (j == 0u && kv == 0u) {
                         if (unit > 0u) cuasync::mbarrier::wait_parity(q_empty, (unit - 1u) & 1u);
                         cuasync::mbarrier::arrive_expect_tx(q_full, Q_TX);
@@ -261,13 +265,7 @@ extern "C" __global__ void __launch_bounds__(Plan::block, 1) attention_fwd(const
             cuasync::tma::load(q_smem + b * Q_BOX_SMEM, &Q, q_full, (int)(b * SPAN), (int)q0, (int)bh);
         auto st = pipe.producer_start();
         for (unsigned j = 0; j < tiles; ++j) {
-            for (unsigned kv = 0; kv < 2u; ++kv, st.advance()) {   // K tile j, then V tile j
-                pipe.producer_acquire(st);
-                pipe.producer_expect(st);
-                for (unsigned b = 0; b < BLOCKS; ++b)
-                    cuasync::tma::load(pipe.slice(st, Plan::kv, b), kv ? &V : &K, pipe.full_barrier(st), (int)(b * SPAN),
-                                       (int)(j * KV_TILE), (int)bh);
-            }
+            for (unsigned kv = 0; kv < 2u; ++kv, st.advance()) load_kv(st, kv, j, bh);   // K tile j, then V tile j
         }
         return;
 #endif
