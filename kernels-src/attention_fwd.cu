@@ -53,7 +53,7 @@ constexpr unsigned CONSUMERS = Q_TILE / 64;
 constexpr unsigned SPAN = 64;          // bf16 columns in one 128-byte swizzle row: a box's width
 constexpr unsigned BLOCKS = D / SPAN;  // column blocks (boxes) of a Q, K or V tile
 static_assert(D == 64 || D == 128, "head dim 64 or 128");
-static_assert(KV_TILE == 64 || KV_TILE == 128, "kv tile 64 or 128");
+static_assert(KV_TILE == 64 || KV_TILE == 128 || KV_TILE == 176, "kv tile 64, 128 or 176");
 static_assert(Plan::producer_warps == 4 && Plan::consumer_threads == 128 * CONSUMERS,
               "the plan: producer = { warps = 4 }, consumer = { warps = 4 * Q_TILE / 64 }");
 static_assert(Plan::loads == 1 && Plan::load_boxes[Plan::kv] == BLOCKS && Plan::load_box_bytes[Plan::kv] == KV_TILE * SPAN * 2,

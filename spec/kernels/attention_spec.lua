@@ -85,7 +85,7 @@ describe("attention", function()
         { { s = 0 }, "s = 0: a sequence needs at least one position" },
         { { sq = 300, skv = 200 }, "skv = 200 but s = 300: the kernel serves self-attention shapes" },
         { { q_tile = 96 }, "q_tile must be 64, 128 or 192" },
-        { { kv_tile = 256 }, "kv_tile must be 64 or 128 (got 256)" },
+        { { kv_tile = 256 }, "kv_tile must be 64, 128 or 176 (got 256)" },
         { { q_tile = 192 }, "q_tile = 192, kv_tile = 128, d = 128: a consumer thread needs about 184 registers (S 64 + O 64 + P 32 + 24) but 3 consumer warpgroups get 160 each" },
         { { schedule = "pingpong", q_tile = 64 }, 'schedule "pingpong" needs two consumer warpgroups taking turns; q_tile = 64 gives one' },
         { { overlap = "yes" }, "overlap must be true or false" },

@@ -7,7 +7,7 @@ local util = require("cuasync.util")
 local M = {}
 
 M.HEAD_DIMS = { [64] = true, [128] = true }
-M.KV_TILES = { [64] = true, [128] = true }
+M.KV_TILES = { [64] = true, [128] = true, [176] = true }   -- 176: FlashAttention-3's at d 128 (11 k16 steps)
 M.SCHEDULES = { cooperative = true, pingpong = true }
 M.OUTS = { bf16 = 2, f32 = 4 }
 M.PRODUCER_REGS = 24   -- the producer warpgroup's registers after setmaxnreg.dec (attention_fwd.cu): one
@@ -75,7 +75,7 @@ function M.check(o)
     fail(("q_tile must be 64, 128 or 192 (64 query rows per consumer warpgroup; got %s)"):format(util.describe(q_tile)))
   end
   local kv_tile = o.kv_tile or 128
-  if not M.KV_TILES[kv_tile] then fail(("kv_tile must be 64 or 128 (got %s)"):format(util.describe(kv_tile))) end
+  if not M.KV_TILES[kv_tile] then fail(("kv_tile must be 64, 128 or 176 (got %s)"):format(util.describe(kv_tile))) end
   local stages = util.int_in("attention", "stages", o.stages or 2, 2, 16)
   local schedule = o.schedule or "cooperative"
   if not M.SCHEDULES[schedule] then
