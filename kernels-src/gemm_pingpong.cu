@@ -154,7 +154,8 @@ extern "C" __global__ void __launch_bounds__(Plan::block, 1) gemm_pingpong(const
         pipe.consumer_release(prev);
         math.skip_others(st, kt);   // past the other group's next tile, to this group's next
         math.wait_turn(turn);       // turn 1: the other group's epilogue is done
-        cuasync::trace::range_open(1);   // the epilogue, on a traced build (names: gemm.TRACE_NAMES)
+        {   // the epilogue: a range on a traced build (names: gemm.TRACE_NAMES); one atomic, answered by the close
+        const cuasync::trace::range epilogue(1);
 #if EPILOGUE
         // 64 x 32 chunks through this warpgroup's buffer; the TMA store clips at the edges of C
 #pragma unroll
@@ -183,7 +184,7 @@ extern "C" __global__ void __launch_bounds__(Plan::block, 1) gemm_pingpong(const
                 if (r < M && col < N) C[(size_t)r * N + col] = acc[h][i];
             }
 #endif
-        cuasync::trace::range_close(1);
+        }
         math.pass_turn(turn);
         turn.advance();
     }

@@ -279,7 +279,8 @@ extern "C" __global__ void __launch_bounds__(Plan::block, 1) gemm_tma(const __gr
         ++tiles_done;
 #endif
         const unsigned row0 = m0 + 64u * c;
-        cuasync::trace::range_open(1);   // the epilogue, on a traced build (names: gemm.TRACE_NAMES)
+        {   // the epilogue: a range on a traced build (names: gemm.TRACE_NAMES); one atomic, answered by the close
+        const cuasync::trace::range epilogue(1);
 #if EPILOGUE
         // 64 x 32 chunks through shared memory; the TMA store clips at the edges of C
 #pragma unroll
@@ -321,7 +322,7 @@ extern "C" __global__ void __launch_bounds__(Plan::block, 1) gemm_tma(const __gr
             if (r < M && col < N) C[(size_t)r * N + col] = acc[i];
         }
 #endif
-        cuasync::trace::range_close(1);
+        }
     }
 #if EPILOGUE
     if (tid == 0) cuasync::bulk::wait_group<0>();   // every store has written C before the block exits

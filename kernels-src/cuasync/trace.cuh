@@ -21,7 +21,7 @@
 // An event: t (ns, or cycles where bit 30 of a says so), dur (a wait's length, in t's unit),
 // a = where (bits 0-17: the barrier's shared address, or its offset in the pipeline's ring when
 // bit 18 is set; bit 19: parity; bits 24-27: kind; bits 28-29: role; bit 30: t in cycles),
-// b = the iteration, or a mark's id, or the SM; the epoch; aux = %clock64 at t (ring 0).
+// b = the iteration, or a mark's id, or the SM; the epoch; aux = %clock64 at t (ring 0; 0 for a scoped range's open: no clock pair).
 #pragma once
 
 #include <cuasync/arch.cuh>
@@ -151,6 +151,18 @@ __device__ __forceinline__ void store(event *e, unsigned long long t, unsigned d
 }
 
 // mov.u32 r, %cluster_ctarank;                                         // PTX ISA 7.8, sm_90
+// A slot's header, written with its first event: the SM, the block, its rank in the cluster.
+__device__ __forceinline__ void name_slot(slot *sl)
+{
+    unsigned rank = 0;
+#if __CUDA_ARCH__ >= 900
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+#endif
+    sl->sm = sm_id();
+    sl->block = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+    sl->rank = rank;
+}
+
 // Ring 0: the warp's own events, placed by its slot's counter (the first names the block),
 // stamped with both clocks.
 __device__ __forceinline__ void put_at(unsigned long long t, unsigned dur, unsigned a, unsigned b)
@@ -159,15 +171,7 @@ __device__ __forceinline__ void put_at(unsigned long long t, unsigned dur, unsig
     event *e = ring(0u, &sl, &h);
     if (e == nullptr) return;
     const unsigned i = atomicAdd(&sl->count, 1u);
-    if (i == 0u) {
-        unsigned rank = 0;
-#if __CUDA_ARCH__ >= 900
-        asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
-#endif
-        sl->sm = sm_id();
-        sl->block = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
-        sl->rank = rank;
-    }
+    if (i == 0u) name_slot(sl);
     const unsigned long long c = cycles();
     store(e + i % (unsigned)(CUASYNC_TRACE_EVENTS), t != 0ull ? t : clock_ns(), dur, a, b, cuasync_trace.epoch, c);
 }
@@ -303,11 +307,43 @@ __device__ __forceinline__ void range_close(unsigned) {}
 #endif // CUASYNC_TRACE
 
 // A range over a scope: trace::range r(1); ... (its end recorded when r leaves the scope).
+#ifdef CUASYNC_TRACE
+// One atomic for both events, whose answer is needed only when the scope ends: the open's time
+// is held in registers (its %globaltimer's low word: a range under 4 s) and both events are
+// stored at the close. range_open and range_close each wait for their own atomic's answer
+// (about a microsecond at L2) before the warp goes on: in a GEMM's epilogue, twice a tile, that
+// wait was on the critical path. The open carries no clock pair (aux 0); the close does.
+struct range {
+    unsigned id, i, t0;            // i: the open's place in ring 0 (~0u: not recorded here); t0: its ns, low word
+    __device__ explicit range(unsigned r) : id(r), i(~0u), t0(0u)
+    {
+        slot *sl;
+        header *h;
+        if (detail::ring(0u, &sl, &h) == nullptr) return;
+        i = atomicAdd(&sl->count, 2u);
+        t0 = (unsigned)clock_ns();
+    }
+    __device__ ~range()
+    {
+        slot *sl;
+        header *h;
+        event *e = i == ~0u ? nullptr : detail::ring(0u, &sl, &h);
+        if (e == nullptr) return;
+        const unsigned long long c1 = cycles(), t1 = clock_ns();
+        if (i == 0u) detail::name_slot(sl);
+        const unsigned epoch = cuasync_trace.epoch;
+        detail::store(e + i % (unsigned)(CUASYNC_TRACE_EVENTS), t1 - (unsigned)((unsigned)t1 - t0), 0u,
+                      detail::where(range_begin, 0u, 0u, 0u, 0u), id, epoch, 0ull);
+        detail::store(e + (i + 1u) % (unsigned)(CUASYNC_TRACE_EVENTS), t1, 0u, detail::where(range_end, 0u, 0u, 0u, 0u), id, epoch, c1);
+    }
+};
+#else
 struct range {
     unsigned id;
     __device__ explicit range(unsigned i) : id(i) { range_open(i); }
     __device__ ~range() { range_close(id); }
 };
+#endif
 
 } // namespace trace
 } // namespace cuasync

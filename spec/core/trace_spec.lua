@@ -335,9 +335,17 @@ describe("trace on the GPU", function()
     well_formed(raw)
     local marks, ranges, waits = 0, 0, 0
     for _, s in ipairs(raw.slots) do
+      local open
       for _, e in ipairs(s.events) do
         if e.kind == "mark" then marks = marks + 1; assert.equal(7, e.id) end
-        if e.kind == "range_begin" then ranges = ranges + 1; assert.equal(2, e.id) end
+        if e.kind == "range_begin" then ranges = ranges + 1; assert.equal(2, e.id); open = e.t end
+        if e.kind == "range_end" then   -- the scoped range's open is held until its close: one atomic, both stored then
+          assert.equal(2, e.id)
+          assert.truthy(open, "a range's end before its begin")
+          local ms = tonumber(e.t - open) / 1e6
+          assert.truthy(ms >= 300 and ms < 1000, ("the range lasted %.3f ms around a 300 ms spin"):format(ms))
+          open = nil
+        end
         if e.kind == "wait_begin" then waits = waits + 1; assert.is_nil(e.role); assert.truthy(e.barrier:find("^mbarrier@0x")) end
       end
     end

@@ -45,43 +45,46 @@ describe("attention kv_tile 176", function()
     assert.equal("over_arrival", r.kind, r.ok and "no fault found" or r:report())
   end)
 
-  it("compiles for sm_90a with the n176 MMA and no spills, with the watchdog or without (cooperative and ping-pong, default grid and persistent)", function()
+  it("compiles for sm_90a with the n176 MMA and no spills (with the watchdog; the first also without), cooperative and ping-pong, default grid and persistent", function()
     local lines = {}
-    for _, o in ipairs({ { schedule = "cooperative", overlap = true }, { schedule = "pingpong", overlap = true, causal = true },
+    for _, o in ipairs({ { schedule = "cooperative", overlap = true, bare = true }, { schedule = "pingpong", overlap = true, causal = true },
                          { schedule = "cooperative", overlap = false, q_tile = 64 },
                          { schedule = "cooperative", overlap = true, persistent = true, sms = 132, b = 4, h = 16, s = 4096 } }) do
+      local with_bare = o.bare
+      o.bare = nil
       local P = plan(o)
       local prog = attention.program(P, { arch = "sm_90a" })
       local ptx = prog:ptx()
       assert.truthy(ptx:find("wgmma.mma_async.sync.aligned.m64n176k16.f32.bf16.bf16", 1, true), "no m64n176k16")
       local r = prog:resources().attention_fwd
-      local bare = attention.program(P, { arch = "sm_90a", watchdog = false }):resources().attention_fwd
+      local bare = with_bare and attention.program(P, { arch = "sm_90a", watchdog = false }):resources().attention_fwd
       local name = ("%s overlap %s q_tile %d%s"):format(o.schedule, tostring(o.overlap), o.q_tile or 128, o.persistent and " persistent" or "")
       assert.equal(0, r.spill_stores + r.spill_loads, name .. ": spills with the watchdog")
-      assert.equal(0, bare.spill_stores + bare.spill_loads, name .. ": spills without the watchdog")
+      if bare then assert.equal(0, bare.spill_stores + bare.spill_loads, name .. ": spills without the watchdog") end
       lines[#lines + 1] = ("%s: %d registers, smem %d B"):format(name, r.registers, P.smem_bytes)
     end
     print("\n" .. table.concat(lines, "\n"))
   end)
 
+  -- six cases, each a compile (the make test runs near the device command's limit): every one of
+  -- d 64 and 128, causal and not, a partial last tile (100, 300) and none (352), both schedules, the
+  -- overlap and not, the persistent walk with several units a block (sms = 3)
   gpu_it("matches the CPU reference on edge shapes (s = 100, 300, 352; d 64, 128; causal and not; each schedule; persistent)", function()
-    local V = { { 128, "cooperative", true, false }, { 128, "pingpong", true, false }, { 64, "cooperative", false, false },
-                { 128, "cooperative", true, true }, { 128, "pingpong", false, true } }
-    local lines, k = {}, 0
-    for _, s in ipairs({ 100, 300, 352 }) do
-      for _, d in ipairs({ 64, 128 }) do
-        for _, causal in ipairs({ false, true }) do
-          local data = AC.shape_data(1, 2, s, d, causal)
-          local v = V[k % #V + 1]
-          k = k + 1
-          lines[#lines + 1] = AC.check({ b = 1, h = 2, s = s, d = d, causal = causal, q_tile = v[1], kv_tile = 176, schedule = v[2],
-                                         overlap = v[3], persistent = v[4] or nil, sms = v[4] and 3 or nil, stages = 2 + k % 3,
-                                         out = k % 2 == 0 and "bf16" or "f32" }, data)
-          data.q:close(); data.k:close(); data.v:close()
-        end
-      end
+    local cases = {
+      { s = 100, d = 128, causal = false, q_tile = 128, schedule = "cooperative", overlap = true },
+      { s = 100, d = 64, causal = true, q_tile = 64, schedule = "cooperative", overlap = false },
+      { s = 300, d = 128, causal = true, q_tile = 128, schedule = "pingpong", overlap = true },
+      { s = 300, d = 64, causal = false, q_tile = 128, schedule = "cooperative", overlap = true, persistent = true, sms = 3 },
+      { s = 352, d = 128, causal = false, q_tile = 128, schedule = "pingpong", overlap = false, persistent = true, sms = 3 },
+      { s = 352, d = 128, causal = true, q_tile = 128, schedule = "cooperative", overlap = true },
+    }
+    local lines = {}
+    for i, o in ipairs(cases) do
+      o.b, o.h, o.kv_tile, o.stages, o.out = 1, 2, 176, 2 + i % 3, i % 2 == 0 and "bf16" or "f32"
+      local data = AC.shape_data(1, 2, o.s, o.d, o.causal)
+      lines[#lines + 1] = AC.check(o, data)
+      data.q:close(); data.k:close(); data.v:close()
     end
-    assert.equal(12, #lines)
     print("\n" .. table.concat(lines, "\n"))
   end)
 

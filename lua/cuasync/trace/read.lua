@@ -156,7 +156,9 @@ local function read(mod)
       local e = ev[base + i % cap]
       if e.epoch == t.epoch then
         own[#own + 1] = e
-        if e.dur ~= 0xFFFFFFFF then pairs_[#pairs_ + 1] = { g = ffi.cast("int64_t", e.t), c = e.aux + 0ULL } end
+        -- a clock pair: not a wait the watchdog ended (all ones), nor a scoped range's open (aux 0:
+        -- its time held as ns only, trace.cuh's range)
+        if e.dur ~= 0xFFFFFFFF and e.aux ~= 0 then pairs_[#pairs_ + 1] = { g = ffi.cast("int64_t", e.t), c = e.aux + 0ULL } end
       end
     end
     owns[s], pairs_all[s + 1] = own, pairs_
