@@ -206,6 +206,21 @@ return { name = "repeat_host", host = true, rounds = 3, reps = 2, params = { k =
     assert.matches("--runs must be at least 2: one run has nothing to compare", bad, 1, true)
   end)
 
+  it("notes a winner whose re-measure alone is far from its rounds (the speed changed under the sweep)", function()
+    local builds = 0
+    local S = sweep{ name = name("drift"), host = true, rounds = 2, reps = 2, params = { k = { 1, 2 } },
+      build = function(p)   -- the first builds (the rounds) spin 8 and 16 ms, the winner's rebuild (its re-measure) 1 ms
+        builds = builds + 1
+        local ms = builds <= 2 and 8 * p.k or 1
+        return { run = function() spin(ms) end, verify = function() return true end } end }
+    S:run{ quiet = true, force = true }
+    local notes = table.concat(S.result.notes or {}, "\n")
+    assert.matches("#1 ran 1%.%d+ ms re%-measured alone and 8%.%d+ ms in the sweep's rounds %(%d%.%d+x%): the speed changed during the sweep", notes)
+    local T = jitter_sweep({ 2, 4 }, 0)   -- the same speed throughout: no such note
+    T:run{ quiet = true, force = true }
+    assert.falsy(table.concat(T.result.notes or {}, "\n"):find("speed changed", 1, true))
+  end)
+
   it("flags a winner that changed although a run said it was separated", function()
     local c = compare.compare({ doc({ 1.00, 0.90 }), doc({ 0.90, 1.00 }) })
     assert.is_true(c.winner_changed)
