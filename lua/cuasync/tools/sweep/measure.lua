@@ -17,7 +17,7 @@ local stop = require("cuasync.tools.sweep.stop")
 
 local timing = require("cuasync.tools.sweep.timing")
 
-local M = { note = timing.note, DRIFT = 1.25 }   -- DRIFT: alone vs the rounds, further apart is a note
+local M = { note = timing.note }
 
 -- An error's message without the position error() put in front of it (the row says where).
 M.message = errors.message
@@ -294,11 +294,6 @@ function M.remeasure(S, r, gpu)
   if copy.kind ~= "measured" then return false, copy.reason end
   row.copy(r, copy, "timed")
   r.remeasured, r.in_sweep = first, r.in_sweep or in_sweep   -- the best line judges it by the sweep's rounds
-  -- far apart: the GPU's speed changed under the sweep (H200: 45.6 ms in the rounds, 3.56 alone)
-  if first and r.ms and math.max(first, r.ms) > M.DRIFT * math.min(first, r.ms) then
-    M.note(S, ("#%d ran %.4f ms re-measured alone and %.4f ms in the sweep's rounds (%.2fx): the speed changed during the sweep (the GPU's clocks, another process?); the rounds' figures are not to be trusted: run it again"):format(
-      r.index, r.ms, first, math.max(first, r.ms) / math.min(first, r.ms)))
-  end
   return true, base
 end
 
