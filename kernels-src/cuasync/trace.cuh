@@ -308,40 +308,70 @@ __device__ __forceinline__ void range_close(unsigned) {}
 
 // A range over a scope: trace::range r(1); ... (its end recorded when r leaves the scope).
 #ifdef CUASYNC_TRACE
+namespace detail {
+// Ring 0 of this warp's slot for a scoped range, without ring()'s lowest-lane test: the thread
+// that took the reservation stores it, whatever lanes are active then. *sl: the slot; nullptr
+// for a block not traced or a slot past the buffer's (past = true: its events are dropped).
+__device__ __forceinline__ event *ring0_of(slot **sl, bool *past)
+{
+    unsigned char *buf = cuasync_trace.buf;
+    *past = false;
+    const int ord = ordinal();
+    if (buf == nullptr || ord < 0) return nullptr;
+    const unsigned threads = blockDim.x * blockDim.y * blockDim.z;
+    const unsigned warp = (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) / 32u;
+    const unsigned s = (unsigned)ord * ((threads + 31u) / 32u) + warp;
+    if (s >= cuasync_trace.slots) { *past = true; return nullptr; }
+    *sl = reinterpret_cast<slot *>(buf + sizeof(header)) + s;
+    return reinterpret_cast<event *>(buf + sizeof(header) + sizeof(slot) * cuasync_trace.slots) +
+           (unsigned long long)s * 3u * (unsigned)(CUASYNC_TRACE_EVENTS);
+}
+} // namespace detail
+
 // One atomic for both events, whose answer is needed only when the scope ends: the open's time
 // is held in registers (its %globaltimer's low word: a range under 4 s) and both events are
-// stored at the close. range_open and range_close each wait for their own atomic's answer
-// (about a microsecond at L2) before the warp goes on: in a GEMM's epilogue, twice a tile, that
-// wait was on the critical path. The open carries no clock pair (aux 0); the close does.
+// stored at the close, by the thread that opened it (the warp's lowest active lane then).
+// range_open and range_close each wait for their own atomic's answer (a round trip to L2)
+// before the warp goes on: in a GEMM's epilogue, twice a tile, that wait was on the critical
+// path. The open carries no clock pair (aux 0); the close does. A scope that never closes (a
+// hang, the watchdog's exit inside it) records neither event: range_open shows in a hang's
+// post-mortem, a scope does not. Ring 0 events recorded inside an open scope count toward the
+// ring's size: past it, the close overwrites newer ones.
 struct range {
-    unsigned id, i, t0;            // i: the open's place in ring 0 (~0u: not recorded here); t0: its ns, low word
-    __device__ explicit range(unsigned r) : id(r), i(~0u), t0(0u)
+    unsigned id, at, t0;           // at: the open's place in ring 0 (~0u: not recorded here); t0: its ns, low word
+    __device__ explicit range(unsigned i)
     {
+        id = i;
+        at = ~0u;
+        t0 = 0u;
+        if ((unsigned)(__ffs(__activemask()) - 1) != detail::lane()) return;
         slot *sl;
-        header *h;
-        if (detail::ring(0u, &sl, &h) == nullptr) return;
-        i = atomicAdd(&sl->count, 2u);
+        bool past;
+        if (detail::ring0_of(&sl, &past) == nullptr) {
+            if (past) atomicAdd(&reinterpret_cast<header *>(cuasync_trace.buf)->dropped, 2u);
+            return;
+        }
+        at = atomicAdd(&sl->count, 2u);
         t0 = (unsigned)clock_ns();
     }
     __device__ ~range()
     {
+        if (at == ~0u) return;
         slot *sl;
-        header *h;
-        event *e = i == ~0u ? nullptr : detail::ring(0u, &sl, &h);
-        if (e == nullptr) return;
+        bool past;
+        event *e = detail::ring0_of(&sl, &past);
         const unsigned long long c1 = cycles(), t1 = clock_ns();
-        if (i == 0u) detail::name_slot(sl);
+        if (at == 0u) detail::name_slot(sl);
         const unsigned epoch = cuasync_trace.epoch;
-        detail::store(e + i % (unsigned)(CUASYNC_TRACE_EVENTS), t1 - (unsigned)((unsigned)t1 - t0), 0u,
+        detail::store(e + at % (unsigned)(CUASYNC_TRACE_EVENTS), t1 - (unsigned)((unsigned)t1 - t0), 0u,
                       detail::where(range_begin, 0u, 0u, 0u, 0u), id, epoch, 0ull);
-        detail::store(e + (i + 1u) % (unsigned)(CUASYNC_TRACE_EVENTS), t1, 0u, detail::where(range_end, 0u, 0u, 0u, 0u), id, epoch, c1);
+        detail::store(e + (at + 1u) % (unsigned)(CUASYNC_TRACE_EVENTS), t1, 0u, detail::where(range_end, 0u, 0u, 0u, 0u), id, epoch, c1);
     }
 };
 #else
-struct range {
-    unsigned id;
-    __device__ explicit range(unsigned i) : id(i) { range_open(i); }
-    __device__ ~range() { range_close(id); }
+struct range {   // nothing to hold: a kernel's PTX is what it was without trace
+    __device__ explicit range(unsigned i) { (void)i; }
+    __device__ ~range() {}
 };
 #endif
 

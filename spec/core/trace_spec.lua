@@ -91,7 +91,7 @@ local function untraced_copy(dir)
 end
 
 describe("trace off", function()
-  it("compiles to the PTX of the headers with every trace line removed (TMA, cp.async both forms, multicast, GEMM, plain, ordered consumers)", function()
+  it("compiles to the PTX of the headers with every trace line removed (TMA, cp.async both forms, multicast, GEMM cooperative, ping-pong and direct bf16, plain, ordered consumers)", function()
     local dir = H.tmpdir()
     untraced_copy(dir .. "/k")
     local code = [[
@@ -109,6 +109,11 @@ describe("trace off", function()
           cluster = { 2, 1, 1 }, producer = { warps = 1 }, consumer = { warps = 2 } }:program{ file = "pipeline_multicast.cu",
           arch = "sm_90a", defines = { BOX_X = 64, BOX_Y = 32 } },
         require("cuasync.kernels.gemm").program({ stages = 4, bm = 128, bn = 128, m = 1024, n = 1024, k = 1024 }, { arch = "sm_90a" }),
+        -- the epilogue's scoped range, in the ping-pong kernel and on the direct bf16 path
+        require("cuasync.kernels.gemm").program({ schedule = "pingpong", stages = 4, tile = "128x128", m = 1024, n = 1024, k = 1024 },
+          { arch = "sm_90a" }),
+        require("cuasync.kernels.gemm").program({ stages = 4, tile = "128x256", out = "bf16", epilogue = "direct", m = 1024, n = 1024,
+          k = 1024 }, { arch = "sm_90a" }),
         cuasync.program{ file = "block_async.cu", arch = "sm_90a" },
         cuasync.pipeline{ name = "pingpong", stages = 2, stage_bytes = 1024, producer = { warps = 4 }, consumer = { warps = 8 },
           order = { name = "math", groups = 2, depth = 2 }, scratch = 4096 }:program{ file = "order_log.cu", arch = "sm_90a" },
@@ -120,7 +125,7 @@ describe("trace off", function()
     local ok2, stripped = H.luajit(code, { CUASYNC_CACHE_DIR = dir .. "/c2", CUASYNC_KERNELS = dir .. "/k" }, 300)
     assert.is_true(ok2, stripped)
     local _, n = plain:gsub("%x+\n", "")
-    assert.equal(7, n, plain)
+    assert.equal(9, n, plain)
     assert.equal(stripped, plain)
   end)
 end)
@@ -352,6 +357,40 @@ describe("trace on the GPU", function()
     assert.equal(2 * 2, marks)     -- 2 blocks x 2 warps
     assert.equal(2 * 2, ranges)
     assert.equal(2 * 2, waits)
+  end)
+
+  gpu_it("a scoped range as a warp's first events names its slot; past the ring's size the newest ranges stay whole, the rest counted", function()
+    local src = [[
+      #include <cuasync/arch.cuh>
+      #include <cuasync/trace.cuh>
+      extern "C" __global__ void k(unsigned *out, unsigned long long spin_ns)
+      {
+        for (unsigned r = 0; r < 10; ++r) {   // 20 events into a ring of 16
+          cuasync::trace::range g(100 + r);
+          const unsigned long long t0 = cuasync::trace::clock_ns();
+          while (cuasync::trace::clock_ns() - t0 < spin_ns) {}
+        }
+        if (threadIdx.x % 32 == 0) out[blockIdx.x * 2 + threadIdx.x / 32] = cuasync::sm_id();
+      }]]
+    local k = cuasync.program{ source = src, trace = { blocks = "all", events = 16 } }:compile():kernel("k", "ptr, u64")
+    local out = cuasync.alloc(2 * 2 * 4)
+    out:fill(0xFFFFFFFF)
+    k:launch({ grid = 2, block = 64 }, out, 2000)
+    cuasync.synchronize()
+    local sm = out:download("uint32_t", 4)
+    local raw = require("cuasync.trace").raw(k)
+    well_formed(raw)
+    assert.equal(4, #raw.slots)
+    assert.equal(4 * 4, raw.lost)   -- each warp: 20 written, 16 kept
+    for _, sl in ipairs(raw.slots) do
+      assert.equal(sm[sl.linear * 2 + sl.warp], sl.sm, "the slot is named by its first event, a range's (the SM)")
+      assert.equal(16, #sl.events)
+      for j, e in ipairs(sl.events) do   -- ranges 102..109, each begin then end, none torn by the ring
+        assert.equal(j % 2 == 1 and "range_begin" or "range_end", e.kind)
+        assert.equal(100 + 2 + math.floor((j - 1) / 2), e.id)
+        if j % 2 == 0 then assert.truthy(e.t - sl.events[j - 1].t >= 2000, "a range shorter than its spin") end
+      end
+    end
   end)
 
   gpu_it("adds the hung block's last events to the watchdog's post-mortem", function()
