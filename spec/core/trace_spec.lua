@@ -374,7 +374,7 @@ describe("trace on the GPU", function()
       }]]
     local k = cuasync.program{ source = src, trace = { blocks = "all", events = 16 } }:compile():kernel("k", "ptr, u64")
     local out = cuasync.alloc(2 * 2 * 4)
-    out:fill(0xFFFFFFFF)
+    out:fill(0xFF)
     k:launch({ grid = 2, block = 64 }, out, 2000)
     cuasync.synchronize()
     local sm = out:download("uint32_t", 4)
