@@ -10,12 +10,8 @@ local H = require("helper")
 local attention = require("cuasync.kernels.attention")
 local AC = require("support.attention_check")
 
-local function plan(o)
-  local q = { b = 2, h = 3, s = 300, d = 128, causal = false, q_tile = 128, kv_tile = 128, stages = 2, persistent = true, sms = 132 }
-  for k, v in pairs(o or {}) do q[k] = v end
-  if q.sms == false then q.sms = nil end
-  return attention.plan(q)
-end
+local plan = AC.planner{ b = 2, h = 3, s = 300, d = 128, causal = false, q_tile = 128, kv_tile = 128, stages = 2, persistent = true,
+                         sms = 132 }
 
 describe("attention persistent", function()
   local gpu_it = H.gpu_it(it, pending)
@@ -84,10 +80,10 @@ describe("attention persistent", function()
         { { sms = 0 }, "sms must be an integer in 1..4096 (got 0)" },
         { { sms = 2.5 }, "sms must be an integer in 1..4096 (got 2.5)" },
         { { b = 65535, h = 65535, s = 64 }, "persistent = true: b x h x q tiles = 65535 x 65535 x 1 = 4294836225 units, more than the device walk counts (2147483646)" },
-        { { persistent = false, sms = false, b = 300, h = 300 }, "b x h = 90000 heads, but a block takes one head's q tile and the grid's y dimension holds at most 65535 (persistent = true walks any count)" },
+        { { persistent = false, sms = AC.NONE, b = 300, h = 300 }, "b x h = 90000 heads, but a block takes one head's q tile and the grid's y dimension holds at most 65535 (persistent = true walks any count)" },
       }
       for _, c in ipairs(cases) do
-        local ok, err = pcall(plan, c[1])   -- sms = false: left out
+        local ok, err = pcall(plan, c[1])   -- sms = AC.NONE: left out
         assert.is_false(ok, c[2])
         assert.truthy(tostring(err):find("cuasync.attention: " .. c[2], 1, true), tostring(err))
       end

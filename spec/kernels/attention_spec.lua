@@ -14,11 +14,7 @@ local attention = require("cuasync.kernels.attention")
 local model = require("cuasync.model.attention")
 local AC = require("support.attention_check")
 
-local function plan(o)
-  local q = { b = 2, h = 3, s = 300, d = 128, causal = false, q_tile = 128, kv_tile = 128, stages = 2 }
-  for k, v in pairs(o or {}) do q[k] = v end
-  return attention.plan(q)
-end
+local plan = AC.planner{ b = 2, h = 3, s = 300, d = 128, causal = false, q_tile = 128, kv_tile = 128, stages = 2 }
 
 describe("attention", function()
   local gpu_it = H.gpu_it(it, pending)

@@ -1,6 +1,6 @@
--- The attention specs' GPU checks (spec/kernels/attention_spec.lua, attention_persistent_spec.lua):
--- fresh random bf16 host data, the CPU reference of a shape, and one variant run against it with
--- its output and log-sum-exp poisoned first (tolerances: attention.TOLERANCE).
+-- The attention specs' GPU checks (spec/kernels/attention*_spec.lua): fresh random bf16 host data,
+-- the CPU reference of a shape, and one variant run against it with its output and log-sum-exp
+-- poisoned first (tolerances: attention.TOLERANCE); and the specs' plan maker (planner).
 --   local AC = require("support.attention_check")
 --   local data = AC.shape_data(b, h, s, d, causal); print(AC.check(plan options, data))
 local ffi = require("ffi")
@@ -26,6 +26,19 @@ function M.random_bf16(n)
 end
 
 function M.float_buffer(n) local b = cuasync.alloc(n * 4); b:poison(); return b end
+
+-- A spec's plan maker: attention.plan of `defaults` with o's fields over them; a field set to
+-- M.NONE is left out (the plan's own default then applies).
+M.NONE = setmetatable({}, { __tostring = function() return "AC.NONE" end })
+function M.planner(defaults)
+  return function(o)
+    local q = {}
+    for k, v in pairs(defaults) do q[k] = v end
+    for k, v in pairs(o or {}) do q[k] = v end
+    for k, v in pairs(q) do if v == M.NONE then q[k] = nil end end
+    return attention.plan(q)
+  end
+end
 
 -- One variant against the CPU reference on one shape (data: M.shape_data of it); returns the report line.
 function M.check(o, data)
