@@ -78,6 +78,11 @@ describe("gemm", function()
           local ptx = gemm.program(P, { arch = "sm_90a" }):ptx()
           assert.truthy(ptx:find(("wgmma.mma_async.sync.aligned.m64n%dk16.f32.bf16.bf16"):format(bn), 1, true), t)
           assert.truthy(ptx:find("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes", 1, true))
+          -- the epilogue stages C in pairs through the map's 128B swizzle (tma.cuh's swizzled): 8-byte
+          -- stores (BN / 4 in the PTX of a 64-row half), none of one f32
+          local _, pairs_ = ptx:gsub("st%.shared%.v2%.f32", "")
+          assert.equal(bn / 4, pairs_, t)
+          assert.falsy(ptx:find("st.shared.f32", 1, true), t)
           n = n + 1
         end
       end

@@ -199,7 +199,8 @@ function M.c_map(P, c)
   if P.epilogue ~= "tma" then
     return tensormap.new{ buffer = c, dtype = dtype, dims = { P.m * P.n }, box = { M.CHUNK_COLS }, load_only = true }
   end
-  return tensormap.new{ buffer = c, dtype = dtype, dims = { P.n, P.m }, box = { M.CHUNK_COLS, 64 } }
+  local span = M.CHUNK_COLS * ref.OUT_BYTES[dtype]   -- a chunk row, swizzled as the kernels stage it (C_SWIZZLE)
+  return tensormap.new{ buffer = c, dtype = dtype, dims = { P.n, P.m }, box = { M.CHUNK_COLS, 64 }, swizzle = span .. "B" }
 end
 
 M.workspace = sched.workspace   -- gemm.workspace(P[, stream]) -> work, flags
