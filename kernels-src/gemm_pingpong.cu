@@ -42,7 +42,11 @@
 // C_SWIZZLE: the swizzle span of C's map (bytes; gemm.lua's c_map swizzles it so: a chunk row is
 // one span). Staged plainly, the 8 rows a warp's store writes start 128 bytes apart, on the same
 // shared-memory banks; through the swizzle they fall on different ones.
+#if defined(PLAIN_C)   // ablation (gemm.ABLATE.plain_c): the chunks staged unswizzled, as before
+#define C_SWIZZLE 0
+#else
 #define C_SWIZZLE (EPILOGUE ? CHUNK_COLS * 4 : 0)
+#endif
 static_assert(C_SWIZZLE == 0 || C_SWIZZLE == 64 || C_SWIZZLE == 128, "a chunk row is a swizzle span: 64 or 128 bytes");
 
 typedef cuasync::pipelines::gemm_pingpong Plan;

@@ -88,6 +88,12 @@ describe("gemm", function()
       end
     end
     assert.equal(5 + 3 + 3, n)   -- with the epilogue's scratch: 128x128 fits 2..6 stages, the 48 KiB ones 2..4
+    -- the ablation of the swizzle (examples/gemm_ablation.lua's c1_plain_c): one f32 at a time, unswizzled
+    local plain = gemm.program(gemm.plan{ stages = 4, bm = 128, bn = 256, m = 1000, n = 1000, k = 1000, ablate = { plain_c = true } },
+      { arch = "sm_90a" }):ptx()
+    assert.falsy(plain:find("st.shared.v2.f32", 1, true))
+    local _, singles = plain:gsub("st%.shared%.f32", "")
+    assert.equal(128, singles)
     assert.error_matches(function() gemm.tile("100x128") end, 'tile must be "BMxBN"')
     assert.error_matches(function() gemm.plan{ stages = 2, bm = 128, bn = 128, m = 64, n = 64, k = 100 } end,
       "k = 100 must be a multiple of 8")
