@@ -18,6 +18,17 @@ struct __align__(64) tensormap { unsigned long long opaque[16]; };
 
 namespace tma {
 
+// Where a map with the `span`-byte swizzle (0: none, 32, 64, 128) keeps the byte at `offset` of
+// its box in shared memory (the box's rows `span` bytes wide): the 16-byte unit index XORed with
+// the 128-byte line index, log2(span / 16) bits of each (model/swizzle.lua, checked against the
+// hardware there). A kernel staging a tile for a swizzled store writes through it; the rows a
+// warp writes at once then fall on different banks (a plain 128-byte-row layout puts eight rows on
+// the same ones).
+__device__ __forceinline__ unsigned swizzled(unsigned offset, unsigned span)
+{
+    return span < 32u ? offset : offset ^ ((offset >> 3) & (span - 16u));
+}
+
 #if __CUDA_ARCH__ >= 900
 
 // Every wrapper below passes its operands in one order, so that one coordinate list serves all:

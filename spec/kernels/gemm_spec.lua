@@ -78,11 +78,22 @@ describe("gemm", function()
           local ptx = gemm.program(P, { arch = "sm_90a" }):ptx()
           assert.truthy(ptx:find(("wgmma.mma_async.sync.aligned.m64n%dk16.f32.bf16.bf16"):format(bn), 1, true), t)
           assert.truthy(ptx:find("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes", 1, true))
+          -- the epilogue stages C in pairs through the map's 128B swizzle (tma.cuh's swizzled): 8-byte
+          -- stores (BN / 4 in the PTX of a 64-row half), none of one f32
+          local _, pairs_ = ptx:gsub("st%.shared%.v2%.f32", "")
+          assert.equal(bn / 4, pairs_, t)
+          assert.falsy(ptx:find("st.shared.f32", 1, true), t)
           n = n + 1
         end
       end
     end
     assert.equal(5 + 3 + 3, n)   -- with the epilogue's scratch: 128x128 fits 2..6 stages, the 48 KiB ones 2..4
+    -- the ablation of the swizzle (examples/gemm_ablation.lua's c1_plain_c): one f32 at a time, unswizzled
+    local plain = gemm.program(gemm.plan{ stages = 4, bm = 128, bn = 256, m = 1000, n = 1000, k = 1000, ablate = { plain_c = true } },
+      { arch = "sm_90a" }):ptx()
+    assert.falsy(plain:find("st.shared.v2.f32", 1, true))
+    local _, singles = plain:gsub("st%.shared%.f32", "")
+    assert.equal(128, singles)
     assert.error_matches(function() gemm.tile("100x128") end, 'tile must be "BMxBN"')
     assert.error_matches(function() gemm.plan{ stages = 2, bm = 128, bn = 128, m = 64, n = 64, k = 100 } end,
       "k = 100 must be a multiple of 8")

@@ -81,7 +81,7 @@ M.RELEASE = "warpgroup"
 --     chunk is written while the last one's store still reads its buffer; cooperative only; the
 --     scratch grows by the same again).
 M.ABLATE = { serial_release = "SERIAL_RELEASE", release_cluster = "RELEASE_CLUSTER", a_leader = "A_LEADER",
-             trace = "TRACE" }
+             trace = "TRACE", plain_c = "PLAIN_C" }   -- plain_c: the epilogue's chunks unswizzled (as before)
 -- gemm.plan's options: a misspelt one (schedul) would otherwise build the default silently.
 -- watchdog and trace are the program's, which gemm.build and callers of gemm.program pass in the
 -- same table.
@@ -199,7 +199,9 @@ function M.c_map(P, c)
   if P.epilogue ~= "tma" then
     return tensormap.new{ buffer = c, dtype = dtype, dims = { P.m * P.n }, box = { M.CHUNK_COLS }, load_only = true }
   end
-  return tensormap.new{ buffer = c, dtype = dtype, dims = { P.n, P.m }, box = { M.CHUNK_COLS, 64 } }
+  local span = M.CHUNK_COLS * ref.OUT_BYTES[dtype]   -- a chunk row, swizzled as the kernels stage it (C_SWIZZLE)
+  local swz = (P.ablate or {}).plain_c and "none" or span .. "B"
+  return tensormap.new{ buffer = c, dtype = dtype, dims = { P.n, P.m }, box = { M.CHUNK_COLS, 64 }, swizzle = swz }
 end
 
 M.workspace = sched.workspace   -- gemm.workspace(P[, stream]) -> work, flags
