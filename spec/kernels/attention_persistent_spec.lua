@@ -2,7 +2,7 @@
 -- CPU: the plan (the scheduler's grid and unit order: a head's q tiles in a row, causal each
 -- head's longest first, in a snake; every unit once), the refusals by rule, the kernel's protocol over several units a block in the
 -- CPU model (odd and even unit counts, every schedule; planted faults found), and every variant's
--- PTX (NVRTC, sm_90a): no spills with the watchdog or without. GPU (#gpu): persistent variants
+-- PTX (NVRTC, sm_90a): no spills with the watchdog or without, and traced at d 128 (four). GPU (#gpu): persistent variants
 -- against the CPU reference on edge shapes (s = 1, 100, 300; d 64, 128; causal and not), with a
 -- unit count smaller than the grid (sms above it) and larger (sms below it: several units a
 -- block, odd and even counts), output poisoned first (support/attention_check.lua).
@@ -172,6 +172,23 @@ describe("attention persistent", function()
         end
       end
       print("\n" .. table.concat(lines, "\n"))
+    end)
+
+    -- Traced, the producer keeps 32 registers (model.PRODUCER_REGS_TRACED; 24 spilled 20-60 bytes
+    -- at d 128, docs/attention.md section 5). Four compiles: the variants that spilled most,
+    -- with the watchdog and without, kv 128 and 176.
+    it("compiles the traced d 128 variants with no spills (the producer at 32 registers, the consumers at 232)", function()
+      for _, v in ipairs({ { 128, "pingpong", true, true }, { 176, "pingpong", true, true },
+                           { 128, "cooperative", false, false }, { 176, "cooperative", true, false } }) do
+        local P = plan{ s = 4096, b = 4, h = 16, kv_tile = v[1], schedule = v[2], overlap = v[3], causal = true, stages = 4 }
+        local prog = attention.program(P, { arch = "sm_90a", trace = true, watchdog = v[4] })
+        local name = ("kv_tile %d %s overlap %s watchdog %s"):format(v[1], v[2], tostring(v[3]), tostring(v[4]))
+        local r = prog:resources().attention_fwd
+        assert.equal(0, r.spill_stores + r.spill_loads, name .. ": spills traced")
+        local ptx = prog:ptx()
+        assert.truthy(ptx:find("setmaxnreg.dec.sync.aligned.u32 32;", 1, true), name)
+        assert.truthy(ptx:find("setmaxnreg.inc.sync.aligned.u32 232;", 1, true), name)
+      end
     end)
   end)
 

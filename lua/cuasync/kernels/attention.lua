@@ -106,10 +106,12 @@ function M.program(P, opts)
   local spec = {}
   for k, v in pairs(opts or {}) do spec[k] = v end
   spec.file = "attention_fwd.cu"
+  -- traced and persistent: the producer warpgroup keeps 32 registers, not 24 (model.PRODUCER_REGS_TRACED)
+  local producer_regs = spec.trace and p.persistent and model.PRODUCER_REGS_TRACED or model.PRODUCER_REGS
   spec.defines = { D = p.d, Q_TILE = p.q_tile, KV_TILE = p.kv_tile, CAUSAL = p.causal and 1 or 0,
                    OUT_F32 = p.out == "f32" and 1 or 0,
                    PINGPONG = p.schedule == "pingpong" and 1 or 0, OVERLAP = p.overlap and 1 or 0, Q_TX = P.q_tx, Q_BOX_SMEM = P.q_box_smem, Q_BARRIER = P.q_bytes,
-                   PRODUCER_REGS = model.PRODUCER_REGS, MAX_REGS = model.MAX_REGS, PERSISTENT = p.persistent and 1 or 0,
+                   PRODUCER_REGS = producer_regs, MAX_REGS = model.MAX_REGS, PERSISTENT = p.persistent and 1 or 0,
                    -- the watchdog's time-out path inlined: a call in the loop would cost the
                    -- consumers their setmaxnreg raise (kernels-src/cuasync/watchdog.cuh)
                    CUASYNC_WATCHDOG_INLINE = 1 }

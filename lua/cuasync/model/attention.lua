@@ -13,6 +13,9 @@ M.OUTS = { bf16 = 2, f32 = 4 }
 M.PRODUCER_REGS = 24   -- the producer warpgroup's registers after setmaxnreg.dec (attention_fwd.cu): one
                        -- thread issues TMA (ptxas: R21 at most); FlashAttention-3 keeps 24 (2 consumer
                        -- warpgroups: the consumers 240; 3: 160, with which d 64 q_tile 192 overlap no longer spills)
+M.PRODUCER_REGS_TRACED = 32   -- the same in a traced persistent kernel (kernels/attention.lua): 24 spilled
+                              -- its producer (the unit walk's state with the timeline's held records and ring
+                              -- addresses); two consumer warpgroups then raise to 232, above the 228 the untraced ones use
 M.MAX_REGS = 240       -- the most a consumer warpgroup asks for (setmaxnreg.inc)
 -- Registers a consumer thread needs besides its fragments (indices, row max and sum, descriptors,
 -- addresses): an estimate, checked against ptxas (spec/kernels/attention_spec.lua reports spills).
