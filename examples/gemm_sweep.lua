@@ -15,8 +15,8 @@
 --   luajit examples/gemm_sweep.lua [--m 8192] [--n 8192] [--k 8192] [--stages 2,3,4] [--tiles 128x128,128x256]
 --     [--clusters 1,2] [--raster 1,16] [--epilogue tma,direct] [--store-buffers 1,2] [--schedulers persistent,stream_k,split_k]
 --     [--splits 2,4] [--out-types f32,bf16] [--pdl off,on] [--schedules cooperative,pingpong] [--release warpgroup] [--out build]
---   luajit examples/gemm_sweep.lua --family [--shapes 128x8192x8192,...] [axes as above]: every shape of FAMILY
---     (or those given), one table of the best of each
+--   luajit examples/gemm_sweep.lua --family [--shapes 128x8192x8192,...] [--timeline] [axes as above]: every shape of
+--     FAMILY (or those given), one table of the best of each (--timeline: and where each best variant's time goes)
 --   luajit bin/cuasync sweep examples/gemm_sweep.lua [the same, one shape] [--param stages=4,5] [--out build] ...
 package.path = (debug.getinfo(1, "S").source:match("^@(.*)/") or ".") .. "/lib/?.lua;" .. package.path
 require("example.checkout")   -- examples/lib/: this checkout's lua/ and build/ first on the paths
@@ -49,12 +49,14 @@ local o = cli.script{ sweep = true, options = {
   { "--schedulers LIST", "persistent, stream_k, split_k", default = { "persistent", "stream_k", "split_k" } },
   { "--splits LIST", "split_k's k-ranges per tile", default = { 2, 4 } },
   { "--out-types LIST", "C's type: f32, bf16 (a sweep each, cuBLAS writing the same)", default = { "f32" } },
+  { "--l2 LIST", "A's and B's L2 promotion: none, 64B, 128B, 256B (gemm.plan's l2_promotion)", default = { "none" } },
   { "--pdl LIST", "off, on: timed launches programmatic (default off; --family: off,on)", type = "list" },
   { "--sms N", "the SM count the schedulers plan for (an H100 SXM's or H200's)", default = 132 },
   { "--release WHO", "who releases a consumed stage to the cluster (default: the plan's)", choices = { "warp", "warpgroup" } },
   { "--rounds N", "interleaved rounds", default = 5 }, { "--reps N", "launches timed per round", default = 10 },
   "on its own (through cuasync sweep, the command's --out serves):",
   { "--family", "sweep every shape of the family and print one table of the best of each", alone = true },
+  { "--timeline", "with --family: each shape's best variant traced (every block) after its sweep: where its time goes", alone = true },
   { "--shapes LIST", "with --family: these shapes (MxNxK, e.g. 128x8192x8192) instead of the family's", type = "list", alone = true },
   { "--out DIR", "write NAME.csv, .json, .t4.json and two plots to DIR (made if missing)", alone = true },
 } }
@@ -86,7 +88,7 @@ local function opts(p, m, n, k, out)
   local kind, splits = p.sched:match("^(split_k):(%d+)$")
   return { stages = p.stages, tile = p.tile, m = m, n = n, k = k, cluster = p.cluster, epilogue = p.epilogue, raster = p.raster,
            release = o.release, scheduler = kind or p.sched, splits = tonumber(splits), out = out, pdl = p.pdl == "on", sms = SMS,
-           schedule = p.schedule, store_buffers = p.buffers }
+           schedule = p.schedule, store_buffers = p.buffers, l2_promotion = p.l2 }
 end
 
 -- The sweep of one shape and output type; data() gives its inputs (made on first use).
@@ -95,8 +97,8 @@ local function sweep(m, n, k, out, axes, data)
   return cuasync.sweep{
     name = ("gemm_%dx%dx%d%s"):format(m, n, k, out == "f32" and "" or "_" .. out),
     params = { stages = axes.stages, tile = axes.tiles, cluster = axes.clusters, raster = axes.raster, epilogue = o.epilogue,
-               sched = scheds, pdl = axes.pdl, schedule = o.schedules, buffers = o.store_buffers },
-    order = { "schedule", "sched", "cluster", "tile", "epilogue", "buffers", "raster", "pdl", "stages" },
+               sched = scheds, pdl = axes.pdl, schedule = o.schedules, buffers = o.store_buffers, l2 = o.l2 },
+    order = { "schedule", "sched", "cluster", "tile", "epilogue", "buffers", "l2", "raster", "pdl", "stages" },
     unit = "TFLOP/s", rounds = o.rounds, reps = o.reps,
     -- the sweep's own rules, from the shape: a raster whose order a smaller listed one gives
     -- already (bands no taller than the tile rows), a tile twice as tall as the output, a 64-row
@@ -147,7 +149,13 @@ if o.family then
       shapes[#shapes + 1] = { tonumber(sm), tonumber(sn), tonumber(sk) }
     end
   end
-  require("example.gemm_family")(o, shapes, axes, sweep, check_cublas)
+  -- the best variant again, traced in every block (--timeline)
+  local function traced(p, m, n, k, out, x)
+    local q = opts(p, m, n, k, out)
+    q.trace = { blocks = "all", names = gemm.TRACE_NAMES }
+    return gemm.build(q, { a = x.a, b = x.b, c = x.c, ref = x.r })
+  end
+  require("example.gemm_family")(o, shapes, axes, sweep, check_cublas, traced)
   return
 end
 

@@ -3,11 +3,14 @@
 -- (sweep(m, n, k, out, axes, data): the same axes, and rules that derive the pruning from the
 -- shape), its table, cuBLAS through the same gate; then one table: the best variant of each shape,
 -- its ratio to cuBLAS (same rounds) and TFLOP/s, and where m <= 256 (bound by memory, not math) its
--- bandwidth (A + B + C moved once each) beside cuMemcpyDtoD's, measured in this run.
+-- bandwidth (A + B + C moved once each) beside cuMemcpyDtoD's, measured in this run. With
+-- o.timeline, traced(params, m, n, k, out, data) builds each best variant traced in every block and
+-- a second table says where its time goes (example.gemm_where).
 local cuasync = require("cuasync")
 local row = require("cuasync.tools.sweep.row")
 local command = require("cuasync.tools.commands.sweep")
 local gemm_data = require("example.gemm")
+local where = require("example.gemm_where")
 
 local SKINNY = 256   -- m at or below which the row says its bandwidth
 local OUT_BYTES = { f32 = 4, bf16 = 2 }
@@ -21,7 +24,26 @@ local function dtod_gbps()
   return 2 * bytes / (t.median * 1e6)
 end
 
-return function(o, family, axes, sweep, check_cublas)
+-- The timeline's table: a line a shape whose best variant was traced.
+local function where_table(lines)
+  local any = false
+  for _, l in ipairs(lines) do any = any or l.where ~= nil or l.where_error ~= nil end
+  if not any then print("\nNo variant traced (--timeline traces each shape's measured best)") return end
+  print("\nWhere each best variant's time goes (traced in every block, verified; shares of the traced run):")
+  print(("%-18s %-4s %10s %10s %9s %14s %12s  %s"):format("shape", "out", "cons. full", "prod. empty", "epilogue", "tail (÷ time)",
+        "issue->land", "diagnosis"))
+  for _, l in ipairs(lines) do
+    local w = l.where
+    if w then
+      print(("%-18s %-4s %9.1f%% %10.1f%% %8.1f%% %6.1f µs %5.1f%% %9.0f ns  %s"):format(l.shape, l.out, 100 * (w.consumer_full or 0),
+        100 * (w.producer_empty or 0), 100 * (w.epilogue or 0), w.tail_us, 100 * (w.tail or 0), w.landed_ns or 0, w.diagnosis or ""))
+    elseif l.where_error then
+      print(("%-18s %-4s %s"):format(l.shape, l.out, l.where_error))
+    end
+  end
+end
+
+return function(o, family, axes, sweep, check_cublas, traced)
   local copy = cuasync.available() and dtod_gbps()   -- without a GPU: every shape's pruning, nothing timed
   local lines = {}
   for _, shape in ipairs(family) do
@@ -45,6 +67,10 @@ return function(o, family, axes, sweep, check_cublas)
         end
       end
       line.cublas_check = verdict or "not run"
+      if o.timeline and b and d then
+        local ok, w, err = pcall(function() return where(traced(b.params, m, n, k, out, d), b.ms) end)
+        if ok then line.where, line.where_error = w, err else line.where_error = "not traced: " .. tostring(w) end
+      end
       lines[#lines + 1] = line
     end
     if d then for _, key in ipairs({ "a", "b", "c", "r" }) do d[key]:close() end end
@@ -61,4 +87,5 @@ return function(o, family, axes, sweep, check_cublas)
       print(("%-18s %-4s no variant measured (see its table above)"):format(l.shape, l.out))
     end
   end
+  if o.timeline then where_table(lines) end
 end

@@ -14,7 +14,6 @@
 -- The scheduler axis is kernels/gemm_sched.lua's; docs/schedulers.md says what each choice does.
 local bit = require("bit")
 local pipeline = require("cuasync.pipeline")
-local tensormap = require("cuasync.tensormap")
 local rules = require("cuasync.model.launch_rules")
 local device = require("cuasync.device")
 local buffer = require("cuasync.buffer")
@@ -23,9 +22,10 @@ local swizzle = require("cuasync.model.swizzle")
 local pingpong = require("cuasync.kernels.gemm_pingpong")
 local sched = require("cuasync.kernels.gemm_sched")
 local ref = require("cuasync.kernels.gemm_ref")
+local maps = require("cuasync.kernels.gemm_maps")
 
 local M = {}
-M.BK = 64
+M.BK = maps.BK
 M.TILES = { "128x128", "128x256", "256x128" }
 
 function M.tile(name)
@@ -37,15 +37,7 @@ function M.tile(name)
   return bm, bn
 end
 
--- The A or B tensor map: rows x K bf16, boxes of 64 (K) x box_rows, the 128B swizzle. Without a
--- buffer, a plan-only map (no driver needed: plans, pruning and compiles).
-local function map(buf, rows, k, box_rows)
-  if k % 8 ~= 0 then util.fail("gemm", ("k = %d must be a multiple of 8 (a row of A and B is then 16-byte aligned)"):format(k)) end
-  return tensormap.new{ buffer = buf, ptr = not buf and 256 or nil, bytes = not buf and rows * k * 2 or nil,
-    encode = buf ~= nil, dtype = "bf16", dims = { k, rows }, box = { M.BK, box_rows }, swizzle = "128B", load_only = true }
-end
-
-M.CHUNK_COLS = 32   -- the TMA epilogue's 64 x 32 chunks of C (kernels-src/gemm_tma.cu)
+M.CHUNK_COLS = maps.CHUNK_COLS   -- the TMA epilogue's 64 x 32 chunks of C (kernels-src/gemm_tma.cu)
 M.SCHEDULERS = sched.KINDS
 M.OUTS = { "f32", "bf16" }
 M.TOLERANCE = ref.TOLERANCE   -- verify's, per output type
@@ -80,6 +72,7 @@ M.RELEASE = "warpgroup"
 --   store_buffers: the TMA epilogue's chunk buffers per consumer warpgroup (1, the default; 2: a
 --     chunk is written while the last one's store still reads its buffer; cooperative only; the
 --     scratch grows by the same again).
+--   l2_promotion: A's and B's maps' L2 sector promotion ("none", the default; "64B", "128B", "256B").
 M.ABLATE = { serial_release = "SERIAL_RELEASE", release_cluster = "RELEASE_CLUSTER", a_leader = "A_LEADER",
              trace = "TRACE", plain_c = "PLAIN_C" }   -- plain_c: the epilogue's chunks unswizzled (as before)
 -- gemm.plan's options: a misspelt one (schedul) would otherwise build the default silently.
@@ -88,7 +81,7 @@ M.ABLATE = { serial_release = "SERIAL_RELEASE", release_cluster = "RELEASE_CLUST
 local FIELDS = { watchdog = true, trace = true, stages = true, bm = true, bn = true, tile = true, m = true, n = true, k = true, a = true, b = true,
                  cluster = true, epilogue = true, release = true, multicast = true, raster = true, scheduler = true,
                  splits = true, mode = true, sms = true, out = true, pdl = true, ablate = true, schedule = true,
-                 consumers = true, store_buffers = true }
+                 consumers = true, store_buffers = true, l2_promotion = true }
 
 function M.plan(o)
   util.kind("gemm", "argument", o, "table")
@@ -132,6 +125,8 @@ function M.plan(o)
   if store_buffers == 2 and (epilogue ~= "tma" or schedule ~= "cooperative") then
     sched.fail(('store_buffers = 2 is the cooperative schedule\'s TMA epilogue (got epilogue = "%s", schedule = "%s")'):format(epilogue, schedule))
   end
+  local l2 = o.l2_promotion or "none"
+  local map = maps.loader(l2)
   local consumers = o.bm / 64
   local S = sched.new(o, o.bm, o.bn, cluster, M.BK, raster)   -- before the maps: its refusals need no buffer
   local slices = multicast and cluster or 1
@@ -152,7 +147,7 @@ function M.plan(o)
   end
   P.bm, P.bn, P.cluster_blocks, P.epilogue, P.m, P.n, P.k = o.bm, o.bn, cluster, epilogue, o.m, o.n, o.k
   P.multicast, P.ablate, P.raster, P.sched, P.out, P.pdl = multicast, ablate, raster, S, out, o.pdl == true
-  P.schedule, P.store_buffers = schedule, store_buffers
+  P.schedule, P.store_buffers, P.l2_promotion = schedule, store_buffers, l2
   return P
 end
 
@@ -192,17 +187,7 @@ function M.kernel(P, fields)
   return M.program(P, fields):compile():kernel(P.kernel_entry or "gemm_tma", M.SIGNATURE)
 end
 
--- The map the TMA epilogue stores C through (m x n of P.out, boxes of 32 x 64); for the direct
--- epilogue, a 1D map of C only passed along (never stored through; any n).
-function M.c_map(P, c)
-  local dtype = P.out or "f32"
-  if P.epilogue ~= "tma" then
-    return tensormap.new{ buffer = c, dtype = dtype, dims = { P.m * P.n }, box = { M.CHUNK_COLS }, load_only = true }
-  end
-  local span = M.CHUNK_COLS * ref.OUT_BYTES[dtype]   -- a chunk row, swizzled as the kernels stage it (C_SWIZZLE)
-  local swz = (P.ablate or {}).plain_c and "none" or span .. "B"
-  return tensormap.new{ buffer = c, dtype = dtype, dims = { P.n, P.m }, box = { M.CHUNK_COLS, 64 }, swizzle = swz }
-end
+M.c_map = maps.c_map   -- gemm.c_map(P, c): the map C leaves through (kernels/gemm_maps.lua)
 
 M.workspace = sched.workspace   -- gemm.workspace(P[, stream]) -> work, flags
 
