@@ -111,6 +111,15 @@ describe("gemm", function()
     assert.error_matches(function() gemm.plan(with{ store_buffers = 2, epilogue = "direct" }) end,
       'store_buffers = 2 is the cooperative schedule\'s TMA epilogue (got epilogue = "direct", schedule = "cooperative")', nil, true)
     assert.equal(2 * gemm.plan(with{}).scratch_bytes, gemm.plan(with{ store_buffers = 2 }).scratch_bytes)
+    -- A's and B's L2 promotion: the maps carry it (none unless told), a value the map has not is refused by name
+    local P0, P2 = gemm.plan(with{}), gemm.plan(with{ l2_promotion = "256B" })
+    assert.equal("none", P0.loads[1].map.l2_promotion)
+    assert.equal("256B", P2.loads[1].map.l2_promotion)
+    assert.equal("256B", P2.loads[2].map.l2_promotion)
+    assert.equal("256B", P2.l2_promotion)
+    assert.equal("128B", gemm.plan(with{ l2_promotion = "128B", schedule = "pingpong" }).loads[2].map.l2_promotion)
+    assert.error_matches(function() gemm.plan(with{ l2_promotion = "512B" }) end,
+      'l2_promotion must be "none", "64B", "128B" or "256B" (the L2 sector promotion of A\'s and B\'s loads; got "512B")', nil, true)
   end)
 
   -- The rungs exactly as examples/gemm_ablation.lua builds them: its RUNGS block (plain tables and
