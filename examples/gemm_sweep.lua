@@ -49,6 +49,7 @@ local o = cli.script{ sweep = true, options = {
   { "--schedulers LIST", "persistent, stream_k, split_k", default = { "persistent", "stream_k", "split_k" } },
   { "--splits LIST", "split_k's k-ranges per tile", default = { 2, 4 } },
   { "--out-types LIST", "C's type: f32, bf16 (a sweep each, cuBLAS writing the same)", default = { "f32" } },
+  { "--watchdog LIST", "on, off: the kernel's hang watchdog (on: the plans' default; off: a known-good kernel's timing)", default = { "on" } },
   { "--l2 LIST", "A's and B's L2 promotion: none, 64B, 128B, 256B (gemm.plan's l2_promotion)", default = { "none" } },
   { "--pdl LIST", "off, on: timed launches programmatic (default off; --family: off,on)", type = "list" },
   { "--sms N", "the SM count the schedulers plan for (an H100 SXM's or H200's)", default = 132 },
@@ -76,8 +77,10 @@ for _, s in ipairs(o.schedulers) do
     scheds[#scheds + 1] = s
   end
 end
-for _, p in ipairs(o.pdl) do
-  if p ~= "off" and p ~= "on" then cli.fail(("--pdl takes off and on (got %s)"):format(tostring(p))) end
+for _, flag in ipairs({ "pdl", "watchdog" }) do
+  for _, p in ipairs(o[flag]) do
+    if p ~= "off" and p ~= "on" then cli.fail(("--%s takes off and on (got %s)"):format(flag, tostring(p))) end
+  end
 end
 
 -- The SM count the schedulers plan for: given, the same in the compile workers (which open no
@@ -88,7 +91,7 @@ local function opts(p, m, n, k, out)
   local kind, splits = p.sched:match("^(split_k):(%d+)$")
   return { stages = p.stages, tile = p.tile, m = m, n = n, k = k, cluster = p.cluster, epilogue = p.epilogue, raster = p.raster,
            release = o.release, scheduler = kind or p.sched, splits = tonumber(splits), out = out, pdl = p.pdl == "on", sms = SMS,
-           schedule = p.schedule, store_buffers = p.buffers, l2_promotion = p.l2 }
+           schedule = p.schedule, store_buffers = p.buffers, l2_promotion = p.l2, watchdog = p.watchdog == "on" }
 end
 
 -- The sweep of one shape and output type; data() gives its inputs (made on first use).
@@ -97,8 +100,8 @@ local function sweep(m, n, k, out, axes, data)
   return cuasync.sweep{
     name = ("gemm_%dx%dx%d%s"):format(m, n, k, out == "f32" and "" or "_" .. out),
     params = { stages = axes.stages, tile = axes.tiles, cluster = axes.clusters, raster = axes.raster, epilogue = o.epilogue,
-               sched = scheds, pdl = axes.pdl, schedule = o.schedules, buffers = o.store_buffers, l2 = o.l2 },
-    order = { "schedule", "sched", "cluster", "tile", "epilogue", "buffers", "l2", "raster", "pdl", "stages" },
+               sched = scheds, pdl = axes.pdl, schedule = o.schedules, buffers = o.store_buffers, l2 = o.l2, watchdog = o.watchdog },
+    order = { "schedule", "sched", "cluster", "tile", "epilogue", "buffers", "l2", "watchdog", "raster", "pdl", "stages" },
     unit = "TFLOP/s", rounds = o.rounds, reps = o.reps,
     -- the sweep's own rules, from the shape: a raster whose order a smaller listed one gives
     -- already (bands no taller than the tile rows), a tile twice as tall as the output, a 64-row
@@ -122,7 +125,7 @@ local function sweep(m, n, k, out, axes, data)
       local ok, err = pcall(function() gemm.plan(opts(p, m, n, k, out)):check(gemm.limits()) end)
       return ok, err
     end,
-    program = function(p) return gemm.program(opts(p, m, n, k, out)) end,
+    program = function(p) local q = opts(p, m, n, k, out) return gemm.program(q, { watchdog = q.watchdog }) end,
     build = function(p) local x = data() return gemm.build(opts(p, m, n, k, out), { a = x.a, b = x.b, c = x.c, ref = x.r }) end,
     baseline = { name = "cuBLAS", flops = 2 * m * n * k, run = function() local x = data() gemm.cublas(x.a, x.b, x.c, m, n, k, out) end },
   }
