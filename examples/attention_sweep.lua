@@ -8,7 +8,7 @@
 --   luajit examples/attention_sweep.lua [--shapes 4x16x4096x128,4x16x4096x128c] [--stages 2,3,4]
 --                                       [--q-tiles 64,128,192] [--kv-tiles 64,128] [--schedules cooperative,pingpong]
 --                                       [--overlap off,on] [--persistent off,on] [--watchdog on|off]
---                                       [--peers python3] [--rounds 5] [--reps 10]
+--                                       [--timeline] [--peers python3] [--rounds 5] [--reps 10]
 -- A shape is BxHxSxD, a trailing c for causal. --persistent on: a grid of at most one block an SM
 -- walking (head, q tile) units, causal longest first (attention.plan{ persistent = true }); the
 -- default is off only, so that the measured defaults stay what they were.
@@ -32,6 +32,7 @@ local o = cli.script{ options = {
   { "--overlap LIST", "off, on (S of the next tile issued with O of this one: the softmax overlaps O's MMAs)", default = { "off", "on" } },
   { "--persistent LIST", "off (one block a q tile), on (min(units, SMs) blocks walking the units: docs/attention.md)", default = { "off" } },
   { "--watchdog WHICH", "on (the library's default for a plan's kernels) or off: the watchdog's bounded waits take registers in the loop (docs/attention.md)", choices = { "on", "off" }, default = "on" },
+  { "--timeline", "each shape's best variant again, traced (1 block in 8), verified: its timeline's summary (where each role waits)" },
   { "--peers CMD", "the python that runs examples/peers/sdpa.py (none: skip the peers)", default = "python3" },
   { "--rounds N", "interleaved rounds", default = 5 }, { "--reps N", "launches timed per round", default = 10 },
 } }
@@ -86,6 +87,15 @@ for _, text in ipairs(o.shapes) do
   S:print()
   local best = S.best
   summary[#summary + 1] = { shape = text, best = best, peer = peers[text] }
+  if o.timeline and best and bufs then   -- where the best variant's time goes (docs/attention.md, section 6)
+    local q = opts(best.params)
+    q.watchdog, q.trace = watchdog, true
+    local b = attention.build(q, bufs)
+    b.poison(); b.run(); cuasync.synchronize()
+    local ok, err = b.verify()
+    print(("timeline of %s's best (traced, %s):"):format(text, ok and "verified" or ("FAILED: " .. tostring(err))))
+    if ok then io.write(b.kernel:trace():text()) end
+  end
   for _, b in pairs(bufs or {}) do b:close() end
 end
 

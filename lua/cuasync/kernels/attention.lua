@@ -179,7 +179,7 @@ end
 -- comes from f32 maxima and sums only: atol 1e-3 + rtol 1e-4 (exp2/log2 approximations).
 M.TOLERANCE = { o = { atol = 2 ^ -8, rtol = { bf16 = 2 ^ -8, f32 = 2 ^ -12 } }, lse = { atol = 1e-3, rtol = 1e-4 } }
 
--- attention.build(plan options (and watchdog), { q, k, v, o, lse[, ref_o, ref_lse, stream] }) ->
+-- attention.build(plan options (and watchdog, trace: the program's), { q, k, v, o, lse[, ref_o, ref_lse, stream] }) ->
 -- { run, verify, poison, flops, plan, kernel, config }: the driver shape a sweep's build returns.
 -- verify() compares O and LSE with the f32 reference (computed on first use unless given).
 function M.build(opts, b)
@@ -189,8 +189,8 @@ function M.build(opts, b)
   local q = {}
   for k, v in pairs(util.kind("attention", "argument", opts, "table")) do q[k] = v end
   q.q, q.k, q.v = b.q, b.k, b.v
-  local watchdog = q.watchdog
-  q.watchdog = nil
+  local watchdog, trace = q.watchdog, q.trace   -- the program's, not the plan's
+  q.watchdog, q.trace = nil, nil
   local P = M.plan(q)
   local p = P.problem
   local bh, n = p.b * p.h, p.b * p.h * p.s * p.d
@@ -205,7 +205,7 @@ function M.build(opts, b)
   holds("lse", bh * p.s * 4, "b x h x s f32 (the log-sum-exp)")
   if b.ref_o ~= nil then holds("ref_o", n * 4, "b x h x s x d f32 (the reference)") end
   if b.ref_lse ~= nil then holds("ref_lse", bh * p.s * 4, "b x h x s f32 (the reference's log-sum-exp)") end
-  local kern = M.kernel(P, { watchdog = watchdog })
+  local kern = M.kernel(P, { watchdog = watchdog, trace = trace })
   local cfg = M.launch_config(P, device.current())
   cfg.stream = b.stream
   local run = kern:prepare(cfg, P.maps.k, P.maps.v, P.maps.q, b.o, b.lse, p.s, M.scale_log2(p.d))
