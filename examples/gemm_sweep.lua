@@ -12,7 +12,7 @@
 -- (kernels-src/gemm_ref.cu, itself checked against a CPU GEMM by spec/kernels/gemm_spec.lua), timed
 -- beside cuBLAS on the same inputs in interleaved rounds.
 -- C = A * B^T: A m x k, B n x k (bf16), C m x n (f32 or bf16). TFLOP/s counts 2 m n k.
---   luajit examples/gemm_sweep.lua [--m 8192] [--n 8192] [--k 8192] [--stages 2,3,4] [--tiles 128x128,128x256]
+--   luajit examples/gemm_sweep.lua [--m 8192] [--n 8192] [--k 8192] [--stages 2,3,4] [--tiles 128x128,128x192,128x256]
 --     [--clusters 1,2] [--raster 1,16] [--epilogue tma,direct] [--store-buffers 1,2] [--schedulers persistent,stream_k,split_k]
 --     [--splits 2,4] [--out-types f32,bf16] [--pdl off,on] [--schedules cooperative,pingpong] [--release warpgroup] [--out build]
 --   luajit examples/gemm_sweep.lua --family [--shapes 128x8192x8192,...] [--timeline] [axes as above]: every shape of
@@ -40,7 +40,7 @@ local o = cli.script{ sweep = true, options = {
   { "--m N", "rows of A and C", default = 8192 }, { "--n N", "rows of B, columns of C", default = 8192 },
   { "--k N", "the inner dimension", default = 8192 },
   { "--stages LIST", "stages of the pipeline (default 2,3,4,5,6,7; --family: 3,4,6)", type = "ints" },
-  { "--tiles LIST", "C tiles, MxN (default 128x128,128x256,256x128; --family: 64x128 too)", type = "list" },
+  { "--tiles LIST", "C tiles, MxN (default 128x128,128x256,256x128; --family: 64x128 too; 128x192 on request)", type = "list" },
   { "--clusters LIST", "cluster sizes (2: the A tile multicast to both blocks)", default = { 1, 2 } },
   { "--raster LIST", "tile rows per band of the tile order (default 1,16; --family: 16)", type = "ints" },
   { "--epilogue LIST", "tma, direct", default = { "tma" } },

@@ -128,7 +128,10 @@ __device__ __forceinline__ void release(const Pipe &pipe, const Pipe::state &st)
 #endif
 
 constexpr int CONSUMERS = BM / 64;   // consumer warpgroups
-static_assert(BM % 64 == 0 && (BN == 64 || BN == 128 || BN == 256), "BM a multiple of 64; BN 64, 128 or 256");
+// BN 192 (wgmma's m64n192k16): 6 epilogue chunks and 24 float4 of a thread's partial, nothing here
+// needs BN a power of two; only its tile count differs (fuller last waves on 132 SMs).
+static_assert(BM % 64 == 0 && (BN == 64 || BN == 128 || BN == 192 || BN == 256), "BM a multiple of 64; BN 64, 128, 192 or 256");
+static_assert(BN % CHUNK_COLS == 0 && BN % 8 == 0, "the epilogue's chunks and the partial's float4s divide BN");
 static_assert(Plan::producer_warps == 4 && Plan::consumer_threads == 128 * CONSUMERS,
               "the plan: producer = { warps = 4 }, consumer = { warps = 4 * BM / 64 }");
 constexpr unsigned SLICES = MULTICAST ? CLUSTER : 1;

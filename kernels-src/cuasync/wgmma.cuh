@@ -1,7 +1,7 @@
 // cuasync/wgmma.cuh — warpgroup MMA on sm_90a (PTX ISA "Asynchronous Warpgroup Level Matrix
 // Multiply-Accumulate"): shared-memory matrix descriptors for the layouts TMA writes, wgmma.fence,
-// wgmma.mma_async bf16 -> f32 (m64n64k16, m64n128k16, m64n176k16, m64n256k16; A in registers with B
-// MN-major: mma_rs_*_tb), commit_group / wait_group
+// wgmma.mma_async bf16 -> f32 (m64n64k16, m64n128k16, m64n176k16, m64n192k16, m64n256k16; A in
+// registers with B MN-major: mma_rs_*_tb), commit_group / wait_group
 // (setmaxnreg and the warpgroup barrier are in warpgroup.cuh, also reachable here as wgmma::setmaxnreg_*). A warpgroup is 4
 // consecutive warps (128 threads); every wgmma instruction is executed by all of them.
 // Compiled by NVRTC with no host headers. Needs the arch-specific target sm_90a.
@@ -115,6 +115,19 @@ __device__ __forceinline__ void mma_m64n176k16_bf16(float (&d)[88], unsigned lon
                  : "l"(a), "l"(b), "r"((unsigned)accumulate));
 }
 
+// wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16 d, a-desc, b-desc, p, 1, 1, 0, 0;   // PTX ISA 8.0, sm_90a
+// D (64 x 192, f32, 96 registers a thread) += A (64 x 16, shared memory) * B (192 x 16, shared memory), both
+// K-major (no transpose); accumulate = false overwrites D. N = 192: the GEMM's 128x192 tile (its tile
+// count on 132 SMs quantizes into fuller waves than 128x256's).
+__device__ __forceinline__ void mma_m64n192k16_bf16(float (&d)[96], unsigned long long a, unsigned long long b, bool accumulate)
+{
+    asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %98, 0;\n\t"
+                 "wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16 "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}, %96, %97, p, 1, 1, 0, 0;\n\t}"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
+                 : "l"(a), "l"(b), "r"((unsigned)accumulate));
+}
+
 // wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 d, a-desc, b-desc, p, 1, 1, 0, 0;   // PTX ISA 8.0, sm_90a
 // D (64 x 256, f32, 128 registers a thread) += A (64 x 16, shared memory) * B (256 x 16, shared memory), both
 // K-major (no transpose); accumulate = false overwrites D (the first k-block of a tile).
@@ -171,6 +184,7 @@ CUASYNC_REFUSE_T(int N, "wgmma::", wait_group, CUASYNC_SM90A)
 CUASYNC_REFUSE("wgmma::", mma_m64n64k16_bf16, CUASYNC_SM90A)
 CUASYNC_REFUSE("wgmma::", mma_m64n128k16_bf16, CUASYNC_SM90A)
 CUASYNC_REFUSE("wgmma::", mma_m64n176k16_bf16, CUASYNC_SM90A)
+CUASYNC_REFUSE("wgmma::", mma_m64n192k16_bf16, CUASYNC_SM90A)
 CUASYNC_REFUSE("wgmma::", mma_m64n256k16_bf16, CUASYNC_SM90A)
 CUASYNC_REFUSE("wgmma::", mma_rs_m64n64k16_bf16_tb, CUASYNC_SM90A)
 CUASYNC_REFUSE("wgmma::", mma_rs_m64n128k16_bf16_tb, CUASYNC_SM90A)
@@ -178,7 +192,7 @@ CUASYNC_REFUSE("wgmma::", pack_bf16x2, CUASYNC_SM90A)
 #endif
 
 // The m64nNk16 MMA (A and B from shared memory) whose N the accumulators give: 32 registers a
-// thread N = 64, 64 N = 128, 88 N = 176, 128 N = 256; a kernel whose tile width is a define calls one name.
+// thread N = 64, 64 N = 128, 88 N = 176, 96 N = 192, 128 N = 256; a kernel whose tile width is a define calls one name.
 __device__ __forceinline__ void mma_m64k16_bf16(float (&d)[32], unsigned long long a, unsigned long long b, bool accumulate)
 {
     mma_m64n64k16_bf16(d, a, b, accumulate);
@@ -190,6 +204,10 @@ __device__ __forceinline__ void mma_m64k16_bf16(float (&d)[64], unsigned long lo
 __device__ __forceinline__ void mma_m64k16_bf16(float (&d)[88], unsigned long long a, unsigned long long b, bool accumulate)
 {
     mma_m64n176k16_bf16(d, a, b, accumulate);
+}
+__device__ __forceinline__ void mma_m64k16_bf16(float (&d)[96], unsigned long long a, unsigned long long b, bool accumulate)
+{
+    mma_m64n192k16_bf16(d, a, b, accumulate);
 }
 __device__ __forceinline__ void mma_m64k16_bf16(float (&d)[128], unsigned long long a, unsigned long long b, bool accumulate)
 {

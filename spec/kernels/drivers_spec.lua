@@ -41,7 +41,7 @@ describe("kernel drivers", function()
     assert.has.error(function() patterns.program{ name = "stage_sync", stages = 2 } end,
       "cuasync.patterns: pattern 'stage_sync' has no stages to set")
     assert.has.error(function() gemm.program{ stages = 3, tile = "100x128", m = 64, n = 64, k = 64 } end,
-      'cuasync.gemm: tile must be "BMxBN" with BM 64..256 in steps of 64 and BN 64, 128 or 256 (got "100x128")')
+      'cuasync.gemm: tile must be "BMxBN" with BM 64..256 in steps of 64 and BN 64, 128, 192 or 256 (got "100x128")')
     assert.has.error(function() copy.build({}, { dst = 1, src = 2, bytes = 16, stage = 1 }) end,
       "cuasync.copy: unknown field 'stage' in buffers (fields: bytes, dst, grid, src, stream)")
   end)

@@ -31,10 +31,24 @@ M.TILES = { "128x128", "128x256", "256x128" }
 function M.tile(name)
   local bm, bn = tostring(name):match("^(%d+)x(%d+)$")
   bm, bn = tonumber(bm), tonumber(bn)
-  if not bm or bm % 64 ~= 0 or bm < 64 or bm > 256 or not (bn == 64 or bn == 128 or bn == 256) then
-    util.fail("gemm", ('tile must be "BMxBN" with BM 64..256 in steps of 64 and BN 64, 128 or 256 (got %s)'):format(util.describe(name)))
+  if not bm or bm % 64 ~= 0 or bm < 64 or bm > 256 or not (bn == 64 or bn == 128 or bn == 192 or bn == 256) then
+    util.fail("gemm", ('tile must be "BMxBN" with BM 64..256 in steps of 64 and BN 64, 128, 192 or 256 (got %s)'):format(util.describe(name)))
   end
   return bm, bn
+end
+
+-- The cooperative kernel is compiled for what __launch_bounds__ gives a thread at launch
+-- (ptxas's cap: setmaxnreg.inc raises the count at run time, not the compile's): a consumer
+-- thread's BN / 2 accumulators and COOP_RESERVE more must fit it, else ptxas fails (256x192 asks
+-- for 122 of 96, 256x256 and 192x256 for 154); refused by rule before any compile.
+M.COOP_RESERVE = 32
+local function fit_registers(bm, bn)
+  local threads = 128 * (1 + bm / 64)
+  local cap = pingpong.registers(threads, bm / 64).base
+  if bn / 2 + M.COOP_RESERVE > cap then
+    sched.fail(("tile %dx%d: a consumer thread's %d accumulators (BN / 2) and the %d registers it needs beside them (gemm.COOP_RESERVE) are more than the %d a thread of its %d-thread block is compiled for (65536 / threads): use a tile with BN / 2 + %d <= %d"):format(
+      bm, bn, bn / 2, M.COOP_RESERVE, cap, threads, M.COOP_RESERVE, cap))
+  end
 end
 
 M.CHUNK_COLS = maps.CHUNK_COLS   -- the TMA epilogue's 64 x 32 chunks of C (kernels-src/gemm_tma.cu)
@@ -128,6 +142,7 @@ function M.plan(o)
   local l2 = o.l2_promotion or "none"
   local map = maps.loader(l2)
   local consumers = o.bm / 64
+  if schedule == "cooperative" then fit_registers(o.bm, o.bn) end
   local S = sched.new(o, o.bm, o.bn, cluster, M.BK, raster)   -- before the maps: its refusals need no buffer
   local slices = multicast and cluster or 1
   local P

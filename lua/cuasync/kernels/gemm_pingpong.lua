@@ -6,8 +6,9 @@
 -- drains its accumulators; consume = "alternate": a stage is read (and released) by the group
 -- whose tile it holds. The TMA epilogue's scratch: one 64 x 32 f32 chunk buffer per warpgroup.
 -- Refused by rule before anything compiles: one consumer warpgroup (nobody to overlap with), a
--- cluster, BM other than 64 or 128, and a tile whose accumulators (BM x BN / 128 registers a
--- thread) leave a consumer thread fewer than RESERVE of the registers setmaxnreg gives it.
+-- cluster, BM other than 64 or 128, BN other than 64, 128 or 256 (192 is the cooperative
+-- schedule's), and a tile whose accumulators (BM x BN / 128 registers a thread) leave a consumer
+-- thread fewer than RESERVE of the registers setmaxnreg gives it.
 local pipeline = require("cuasync.pipeline")
 local util = require("cuasync.util")
 
@@ -63,6 +64,10 @@ function M.plan(o, map, chunk_cols)
   if o.bm ~= 64 and o.bm ~= 128 then
     fail(('schedule "pingpong" needs BM 64 or 128 (one warpgroup computes the whole tile, BM / 64 m64 wgmmas a k-step; got %s)'):format(
       util.describe(o.bm)))
+  end
+  if o.bn ~= 64 and o.bn ~= 128 and o.bn ~= 256 then   -- gemm_pingpong.cu's tiles (BN 192 is the cooperative schedule's)
+    fail(('schedule "pingpong" needs BN 64, 128 or 256 (gemm_pingpong.cu is built for those; got %s): BN = 192 is schedule = "cooperative"\'s'):format(
+      util.describe(o.bn)))
   end
   local why = M.register_refusal(o.bm, o.bn, consumers)
   if why then fail(why) end
