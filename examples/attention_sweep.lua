@@ -58,7 +58,7 @@ else
 end
 if why then print("peers: none (" .. why .. "); cuasync alone") end
 
-local summary = {}
+local summary, failed = {}, 0   -- failed: traced variants that did not build or verify (the exit status)
 for _, text in ipairs(o.shapes) do
   local sh = parse(text)
   local n, rows = sh.b * sh.h * sh.s * sh.d, sh.b * sh.h * sh.s
@@ -88,13 +88,20 @@ for _, text in ipairs(o.shapes) do
   local best = S.best
   summary[#summary + 1] = { shape = text, best = best, peer = peers[text] }
   if o.timeline and best and bufs then   -- where the best variant's time goes (docs/attention.md, section 6)
-    local q = opts(best.params)
-    q.watchdog, q.trace = watchdog, true
-    local b = attention.build(q, bufs)
-    b.poison(); b.run(); cuasync.synchronize()
-    local ok, err = b.verify()
-    print(("timeline of %s's best (traced, %s):"):format(text, ok and "verified" or ("FAILED: " .. tostring(err))))
-    if ok then io.write(b.kernel:trace():text()) end
+    local ran, err = pcall(function()
+      local q = opts(best.params)
+      q.watchdog, q.trace = watchdog, true
+      local b = attention.build(q, bufs)
+      b.poison(); b.run(); cuasync.synchronize()
+      local ok, why = b.verify()
+      if not ok then error("the traced variant failed its check: " .. tostring(why), 0) end
+      print(("timeline of %s's best (traced, verified):"):format(text))
+      io.write(b.kernel:trace():text())
+    end)
+    if not ran then
+      print(("timeline of %s's best: not traced (%s)"):format(text, tostring(err)))
+      failed = failed + 1
+    end
   end
   for _, b in pairs(bufs or {}) do b:close() end
 end
@@ -112,3 +119,4 @@ for _, r in ipairs(summary) do
   print(("%-16s %-39s %7s %6s %4s %9s %7s %5s"):format(r.shape, params, tf(best), tf(peer("cudnn")), tf(peer("flash")),
     tf(peer("efficient")), ratio(best, peer("cudnn")), ratio(best, peer("flash"))))
 end
+if failed > 0 then os.exit(1) end

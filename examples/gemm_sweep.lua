@@ -77,6 +77,10 @@ for _, s in ipairs(o.schedulers) do
     scheds[#scheds + 1] = s
   end
 end
+if (o.timeline or o.shapes) and not o.family then cli.fail("--timeline and --shapes go with --family") end
+for _, v in ipairs(o.l2) do
+  if not gemm.L2_PROMOTIONS[v] then cli.fail(("--l2 takes none, 64B, 128B and 256B (got %s)"):format(tostring(v))) end
+end
 for _, flag in ipairs({ "pdl", "watchdog" }) do
   for _, p in ipairs(o[flag]) do
     if p ~= "off" and p ~= "on" then cli.fail(("--%s takes off and on (got %s)"):format(flag, tostring(p))) end
@@ -158,7 +162,7 @@ if o.family then
     q.trace = { blocks = "all", names = gemm.TRACE_NAMES }
     return gemm.build(q, { a = x.a, b = x.b, c = x.c, ref = x.r })
   end
-  require("example.gemm_family")(o, shapes, axes, sweep, check_cublas, traced)
+  if require("example.gemm_family")(o, shapes, axes, sweep, check_cublas, traced) > 0 then os.exit(1) end
   return
 end
 

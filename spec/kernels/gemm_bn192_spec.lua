@@ -98,7 +98,7 @@ describe("gemm 128x192", function()
     local ok, err = pcall(plan, { tile = "256x192" })
     assert.is_false(ok)
     assert.equal("plan", errors.kind(err))
-    assert.equal("cuasync.gemm: tile 256x192: a consumer thread's 96 accumulators (BN / 2) and the 32 registers it needs beside them (gemm.COOP_RESERVE) are more than the 96 a thread of its 640-thread block is compiled for (65536 / threads): use a tile with BN / 2 + 32 <= 96",
+    assert.equal("cuasync.gemm: tile 256x192: a consumer thread's 96 accumulators (BN / 2) and the 32 registers it needs beside them (gemm.COOP_RESERVE) are more than the 96 a thread of its 640-thread block is compiled for (65536 / threads, down to a multiple of 8): use a tile with BN / 2 + 32 <= 96",
       errors.message(err))
     assert.error_matches(function() plan{ tile = "256x256" } end, "tile 256x256: a consumer thread's 128 accumulators", nil, true)
     assert.error_matches(function() plan{ tile = "192x256" } end, "more than the 128 a thread of its 512-thread block", nil, true)

@@ -140,6 +140,33 @@ describe("cuasync.model.timeline", function()
       assert.same({ "block 0 · warp 1: 1 end without a begin in a ring that did not overflow: dropped" }, timeline.build(raw).problems)
     end)
 
+    it("reads an overflowed ring's waits over the time its ring kept, not over the whole run", function()
+      -- every consumer ring keeps its newest half: the share of its waits is that of the half it kept
+      local raw = pipeline(MEMORY)
+      local full, window = 0, 0
+      for i = 1, 4 do
+        local ev = raw.slots[i].events
+        local k = math.floor(#ev / 2)
+        while ev[k].kind ~= "wait_begin" do k = k + 1 end
+        local kept, open = {}, nil
+        for j = k, #ev do
+          kept[#kept + 1] = ev[j]
+          if ev[j].kind == "wait_begin" and ev[j].barrier == "full" then open = ev[j].t end
+          if ev[j].kind == "wait_end" and ev[j].barrier == "full" and open then full, open = full + (ev[j].t - open), nil end
+        end
+        window = window + (kept[#kept].t - kept[1].t)
+        raw.slots[i].events, raw.slots[i].lost = kept, k - 1
+        raw.lost = raw.lost + k - 1
+      end
+      local S = timeline.summary(timeline.build(raw))
+      assert.is_true(math.abs(S.consumer_full - full / window) < 1e-9, ("%s against %s"):format(S.consumer_full, full / window))
+      -- the producer's ring kept everything: its share is over the whole run, as before
+      local _, truth = pipeline(MEMORY)
+      assert.is_true(math.abs(S.producer_empty - truth.producer_empty) < 1e-9)
+      -- over the whole run the same waits would read as about half of that
+      assert.is_true(S.consumer_full > 1.5 * full / (S.duration * 4))
+    end)
+
     it("reports a slot whose time goes backwards, never raises, and keeps durations >= 0", function()
       local raw = pipeline(MEMORY)
       local ev = raw.slots[3].events

@@ -5,7 +5,7 @@
 -- its ratio to cuBLAS (same rounds) and TFLOP/s, and where m <= 256 (bound by memory, not math) its
 -- bandwidth (A + B + C moved once each) beside cuMemcpyDtoD's, measured in this run. With
 -- o.timeline, traced(params, m, n, k, out, data) builds each best variant traced in every block and
--- a second table says where its time goes (example.gemm_where).
+-- a second table says where its time goes (example.gemm_where). Returns how many of those failed.
 local cuasync = require("cuasync")
 local row = require("cuasync.tools.sweep.row")
 local command = require("cuasync.tools.commands.sweep")
@@ -29,14 +29,16 @@ local function where_table(lines)
   local any = false
   for _, l in ipairs(lines) do any = any or l.where ~= nil or l.where_error ~= nil end
   if not any then print("\nNo variant traced (--timeline traces each shape's measured best)") return end
-  print("\nWhere each best variant's time goes (traced in every block, verified; shares of the traced run):")
-  print(("%-18s %-4s %10s %10s %9s %14s %12s  %s"):format("shape", "out", "cons. full", "prod. empty", "epilogue", "tail (÷ time)",
-        "issue->land", "diagnosis"))
+  print("\nWhere each best variant's time goes (traced in every block, verified; shares of the time the rings kept; lost:")
+  print("events past the rings, whose warps' shares are of their newest events):")
+  print(("%-18s %-4s %10s %10s %9s %14s %12s %8s  %s"):format("shape", "out", "cons. full", "prod. empty", "epilogue", "tail (÷ time)",
+        "issue->land", "lost", "diagnosis"))
   for _, l in ipairs(lines) do
     local w = l.where
     if w then
-      print(("%-18s %-4s %9.1f%% %10.1f%% %8.1f%% %6.1f µs %5.1f%% %9.0f ns  %s"):format(l.shape, l.out, 100 * (w.consumer_full or 0),
-        100 * (w.producer_empty or 0), 100 * (w.epilogue or 0), w.tail_us, 100 * (w.tail or 0), w.landed_ns or 0, w.diagnosis or ""))
+      print(("%-18s %-4s %9.1f%% %10.1f%% %8.1f%% %6.1f µs %5.1f%% %9.0f ns %8d  %s"):format(l.shape, l.out, 100 * (w.consumer_full or 0),
+        100 * (w.producer_empty or 0), 100 * (w.epilogue or 0), w.tail_us, 100 * (w.tail or 0), w.landed_ns or 0, w.lost or 0,
+        w.diagnosis or ""))
     elseif l.where_error then
       print(("%-18s %-4s %s"):format(l.shape, l.out, l.where_error))
     end
@@ -45,7 +47,7 @@ end
 
 return function(o, family, axes, sweep, check_cublas, traced)
   local copy = cuasync.available() and dtod_gbps()   -- without a GPU: every shape's pruning, nothing timed
-  local lines = {}
+  local lines, failed = {}, 0   -- failed: best variants whose traced build did not build or verify
   for _, shape in ipairs(family) do
     local m, n, k = shape[1], shape[2], shape[3]
     local d
@@ -70,6 +72,7 @@ return function(o, family, axes, sweep, check_cublas, traced)
       if o.timeline and b and d then
         local ok, w, err = pcall(function() return where(traced(b.params, m, n, k, out, d), b.ms) end)
         if ok then line.where, line.where_error = w, err else line.where_error = "not traced: " .. tostring(w) end
+        if line.where_error then failed = failed + 1 end
       end
       lines[#lines + 1] = line
     end
@@ -88,4 +91,5 @@ return function(o, family, axes, sweep, check_cublas, traced)
     end
   end
   if o.timeline then where_table(lines) end
+  return failed
 end

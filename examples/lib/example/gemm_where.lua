@@ -16,7 +16,8 @@ return function(b, ms)
   local epi, consumers = 0, 0
   for _, sp in ipairs(T.spans) do if sp.kind == "range" and sp.name == "epilogue" then epi = epi + (sp.t1 - sp.t0) end end
   for _, tr in ipairs(T.tracks) do if tr.role == "consumer" then consumers = consumers + 1 end end
-  -- each block's end: its last track's end (block_end, else its last event)
+  -- each block's end: its tracks' last event (block_end where a kernel records one; the GEMM's
+  -- do not, so a block's last store drain after its last event is not in the tail)
   local ends, last = {}, 0
   for _, tr in ipairs(T.tracks) do
     local e = tr.t_end or tr.t_last

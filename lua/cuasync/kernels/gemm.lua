@@ -46,11 +46,12 @@ local function fit_registers(bm, bn)
   local threads = 128 * (1 + bm / 64)
   local cap = pingpong.registers(threads, bm / 64).base
   if bn / 2 + M.COOP_RESERVE > cap then
-    sched.fail(("tile %dx%d: a consumer thread's %d accumulators (BN / 2) and the %d registers it needs beside them (gemm.COOP_RESERVE) are more than the %d a thread of its %d-thread block is compiled for (65536 / threads): use a tile with BN / 2 + %d <= %d"):format(
+    sched.fail(("tile %dx%d: a consumer thread's %d accumulators (BN / 2) and the %d registers it needs beside them (gemm.COOP_RESERVE) are more than the %d a thread of its %d-thread block is compiled for (65536 / threads, down to a multiple of 8): use a tile with BN / 2 + %d <= %d"):format(
       bm, bn, bn / 2, M.COOP_RESERVE, cap, threads, M.COOP_RESERVE, cap))
   end
 end
 
+M.L2_PROMOTIONS = maps.L2_PROMOTIONS   -- l2_promotion's values, as a set
 M.CHUNK_COLS = maps.CHUNK_COLS   -- the TMA epilogue's 64 x 32 chunks of C (kernels-src/gemm_tma.cu)
 M.SCHEDULERS = sched.KINDS
 M.OUTS = { "f32", "bf16" }

@@ -9,7 +9,8 @@
 --     without a begin, dropped), T.problems (strings: the build never raises on bad data)
 --     T.blocks[i]  = { block, linear, sm, cluster_rank, slots = { track indices, warp order } }
 --     T.tracks[i]  = { block (index), linear, sm, warp, role, name, lost, events (in its ring), slot
---                      (index in raw.slots), t_begin, t_end (block_begin/end), t_last (last event) }
+--                      (index in raw.slots), t_begin, t_end (block_begin/end), t_first, t_last (its first
+--                      and last event kept) }
 --     T.spans[i]   = { track, kind = "wait" | "range", name, barrier, stage, parity, iteration,
 --                      role, id, t0, t1 (ns from T.t0), open }
 --     T.instants[i]= { track, kind = "issue" | "arm" | "release" | "mark", name, t, role, barrier,
@@ -126,6 +127,7 @@ local function read_slot(T, ti, slot, rel)
         t = last
       end
       last = t
+      track.t_first = track.t_first or t
       if e.role ~= nil then roles[e.role] = (roles[e.role] or 0) + 1 end
       local k = e.kind
       if k == "block_begin" then track.t_begin = track.t_begin or t

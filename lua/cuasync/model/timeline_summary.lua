@@ -76,16 +76,25 @@ function M.summary(T)
       if s.open then r.open = r.open + 1 end
     end
   end
-  local function tracks_of(role)
-    if (S.roles[role] or 0) > 0 then return S.roles[role] end
-    local n = 0
-    for _ in pairs(waiting[role] or {}) do n = n + 1 end
-    return n
+  -- The time a track's waits were recorded over: the whole run, unless its ring overflowed and
+  -- kept only its newest events (then from the first one kept to its last): an overflowed ring's
+  -- waits over the whole run would read as a fraction of what they are.
+  local function window(tr)
+    if (tr.lost or 0) > 0 and tr.t_first and tr.t_last then return tr.t_last - tr.t_first end
+    return S.duration
+  end
+  -- the time of the tracks of a role (those waiting in it, for a role no track carries as its main one)
+  local function time_of(role)
+    local t, main = 0, (S.roles[role] or 0) > 0
+    for i, tr in ipairs(T.tracks) do
+      if (main and tr.role == role) or (not main and (waiting[role] or {})[i]) then t = t + window(tr) end
+    end
+    return t
   end
   local function share(total, role)
-    local n = tracks_of(role)
-    if S.duration <= 0 or n == 0 then return nil end
-    return total / (S.duration * n)
+    local t = time_of(role)
+    if S.duration <= 0 or t <= 0 then return nil end
+    return total / t
   end
   for _, r in ipairs(order) do
     r.median, r.waits = median(r.waits), nil
