@@ -58,6 +58,29 @@ else
 end
 if why then print("peers: none (" .. why .. "); cuasync alone") end
 
+-- A timeline's ranges by name over the consumer tracks: count, median ns, share of the time those
+-- tracks' rings kept (a track that lost events: from its first kept event).
+local function ranges(T)
+  local by, order, window = {}, {}, 0
+  for _, tr in ipairs(T.tracks) do
+    if tr.role == "consumer" then
+      window = window + (((tr.lost or 0) > 0 and tr.t_first and tr.t_last) and (tr.t_last - tr.t_first) or T.duration)
+    end
+  end
+  for _, sp in ipairs(T.spans) do
+    if sp.kind == "range" and T.tracks[sp.track].role == "consumer" then
+      local r = by[sp.name]
+      if not r then r = { name = sp.name, count = 0, total = 0, d = {} } by[sp.name] = r order[#order + 1] = r end
+      r.count, r.total, r.d[#r.d + 1] = r.count + 1, r.total + (sp.t1 - sp.t0), sp.t1 - sp.t0
+    end
+  end
+  for _, r in ipairs(order) do
+    table.sort(r.d)
+    r.median, r.share, r.d = r.d[math.ceil(#r.d / 2)], window > 0 and r.total / window or 0, nil
+  end
+  return order
+end
+
 local summary, failed = {}, 0   -- failed: traced variants that did not build or verify (the exit status)
 for _, text in ipairs(o.shapes) do
   local sh = parse(text)
@@ -90,13 +113,19 @@ for _, text in ipairs(o.shapes) do
   if o.timeline and best and bufs then   -- where the best variant's time goes (docs/attention.md, section 6)
     local ran, err = pcall(function()
       local q = opts(best.params)
-      q.watchdog, q.trace = watchdog, true
+      q.watchdog, q.trace = watchdog, { names = attention.TRACE_NAMES }
       local b = attention.build(q, bufs)
       b.poison(); b.run(); cuasync.synchronize()
       local ok, why = b.verify()
       if not ok then error("the traced variant failed its check: " .. tostring(why), 0) end
       print(("timeline of %s's best (traced, verified):"):format(text))
-      io.write(b.kernel:trace():text())
+      local T = b.kernel:trace()
+      io.write(T:text())
+      -- the unit's boundary: each range's count and median, and its share of the consumer warps'
+      -- time (the time their rings kept, as the summary's shares)
+      for _, r in ipairs(ranges(T)) do
+        print(("range %-9s %6d  median %8.0f ns  %5.1f%% of the consumers' time"):format(r.name, r.count, r.median, 100 * r.share))
+      end
     end)
     if not ran then
       print(("timeline of %s's best: not traced (%s)"):format(text, tostring(err)))

@@ -282,7 +282,11 @@ extern "C" __global__ void __launch_bounds__(Plan::block, 1) attention_fwd(const
     unsigned bh, q0;
     for (unsigned unit = 0; unit_at(unit, bh, q0); ++unit) {
     const unsigned tiles = kv_tiles_of(q0, s);
+    {   // trace ranges (a traced build only; kernels/attention.lua's TRACE_NAMES): 1, Q's wait; 2, the
+        // epilogue. Ranges around the first and the last tile spilled traced ping-pong kv 176 (ptxas)
+    const cuasync::trace::range q_wait(1);
     cuasync::mbarrier::wait_parity(q_full, unit & 1u);   // this unit's Q
+    }
 #define Q_DONE() (tid == 0u ? (void)cuasync::mbarrier::arrive(q_empty) : (void)0)   // S's MMAs are done with Q
 #else
 #define Q_DONE() ((void)0)
@@ -302,7 +306,10 @@ extern "C" __global__ void __launch_bounds__(Plan::block, 1) attention_fwd(const
     auto turn = turns.start();
 #endif
     auto st = pipe.consumer_start();
+    {
+    const cuasync::trace::range q_wait(1);
     cuasync::mbarrier::wait_parity(q_full, 0u);   // Q, once (a bounded wait through the watchdog)
+    }
 #endif
 
 #if !OVERLAP
@@ -399,6 +406,8 @@ extern "C" __global__ void __launch_bounds__(Plan::block, 1) attention_fwd(const
 #endif
 #endif
 
+    {   // 2: the epilogue
+    const cuasync::trace::range epilogue(2);
     // O / l and the LSE (natural log: (m scale log2 e + log2 l) ln 2); rows past s are not stored
     float inv[2], lse[2];
 #pragma unroll
@@ -426,5 +435,6 @@ extern "C" __global__ void __launch_bounds__(Plan::block, 1) attention_fwd(const
             if (row < s) LSE[head + row] = lse[r];
         }
     }
+    }   // the epilogue's range
     }   // the unit (PERSISTENT: the walk's loop)
 }

@@ -264,4 +264,35 @@ describe("attention persistent", function()
       for _, x in pairs(bufs) do x:close() end
     end
   end)
+
+  -- The traced walk's unit boundary: each consumer warp records Q's wait and the epilogue as
+  -- ranges once a unit (kernels/attention.lua's TRACE_NAMES; examples/attention_sweep.lua --timeline).
+  gpu_it("a traced persistent kernel records Q's wait and the epilogue once a unit in every consumer warp", function()
+    local cuasync = require("cuasync")
+    local b, h, s, d = 1, 2, 300, 64   -- 2 heads x 5 q tiles of 64 = 10 units on 3 blocks
+    local n = b * h * s * d
+    local bufs = { q = cuasync.alloc(n * 2), k = cuasync.alloc(n * 2), v = cuasync.alloc(n * 2), o = cuasync.alloc(n * 2),
+                   lse = cuasync.alloc(b * h * s * 4) }
+    for _, f in ipairs({ "q", "k", "v" }) do attention.random(bufs[f], n, H.random_u32()) end
+    local B = attention.build({ b = b, h = h, s = s, d = d, q_tile = 64, kv_tile = 64, stages = 3, overlap = true, persistent = true,
+                                sms = 3, trace = { blocks = "all", names = attention.TRACE_NAMES } }, bufs)
+    B.poison()
+    B.run()
+    cuasync.synchronize()
+    local ok, why = B.verify()
+    assert.is_true(ok, tostring(why))
+    local T = B.kernel:trace()
+    assert.equal(0, T.lost)
+    local count = {}
+    for _, sp in ipairs(T.spans) do
+      if sp.kind == "range" then
+        assert.equal("consumer", T.tracks[sp.track].role)
+        assert.is_true(sp.t1 >= sp.t0 and not sp.open, sp.name)
+        count[sp.name] = (count[sp.name] or 0) + 1
+      end
+    end
+    -- 10 units, each on one block's consumer warpgroup: 4 warps, a range of each name a unit
+    assert.same({ ["q wait"] = 40, epilogue = 40 }, count)
+    for _, x in pairs(bufs) do x:close() end
+  end)
 end)

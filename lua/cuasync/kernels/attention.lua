@@ -27,6 +27,8 @@ local sched = require("cuasync.kernels.attention_sched")
 
 local M = {}
 M.SPAN = 64   -- bf16 columns of a box: one 128-byte swizzle row
+-- attention_fwd.cu's trace ranges, a unit's boundary: trace = { names = attention.TRACE_NAMES }
+M.TRACE_NAMES = { [1] = "q wait", [2] = "epilogue" }
 M.reference_cpu = model.reference
 M.flops = model.flops
 M.check = model.check
