@@ -22,6 +22,7 @@
 #include <cuasync/bulk.cuh>
 #include <cuasync/wgmma.cuh>
 #include <cuasync/warpgroup.cuh>
+#include <cuasync/epilogue.cuh>
 #include <cuasync/pipelines/gemm_pingpong.cuh>
 
 #ifndef BM
@@ -39,15 +40,6 @@
 #if !defined(BK) || !defined(CHUNK_COLS)
 #error "gemm_pingpong.cu: BK and CHUNK_COLS are passed as defines by kernels/gemm.lua"
 #endif
-// C_SWIZZLE: the swizzle span of C's map (bytes; gemm.lua's c_map swizzles it so: a chunk row is
-// one span). Staged plainly, the 8 rows a warp's store writes start 128 bytes apart, on the same
-// shared-memory banks; through the swizzle they fall on different ones.
-#if defined(PLAIN_C)   // ablation (gemm.ABLATE.plain_c): the chunks staged unswizzled, as before
-#define C_SWIZZLE 0
-#else
-#define C_SWIZZLE (EPILOGUE ? CHUNK_COLS * 4 : 0)
-#endif
-static_assert(C_SWIZZLE == 0 || C_SWIZZLE == 64 || C_SWIZZLE == 128, "a chunk row is a swizzle span: 64 or 128 bytes");
 
 typedef cuasync::pipelines::gemm_pingpong Plan;
 typedef cuasync::pipeline<Plan> Pipe;
@@ -173,19 +165,8 @@ extern "C" __global__ void __launch_bounds__(Plan::block, 1) gemm_pingpong(const
             for (unsigned j = 0; j < BN / CHUNK_COLS; ++j) {
                 if (tid == 0) cuasync::bulk::wait_group_read<0>();   // the last store has read the chunk
                 cuasync::warpgroup::sync(1u + g);   // consumer warpgroup g: named barrier 1 + g
-#if C_SWIZZLE
-                // neighbouring columns (i even) in one store, placed as C's map swizzles them
-#pragma unroll
-                for (unsigned i = j * (CHUNK_COLS / 2); i < (j + 1) * (CHUNK_COLS / 2); i += 2) {
-                    const unsigned off = (wg::acc_row(i, tid) * CHUNK_COLS + wg::acc_col(i, tid) - j * CHUNK_COLS) * 4u;
-                    *reinterpret_cast<float2 *>(reinterpret_cast<unsigned char *>(chunk) + cuasync::tma::swizzled(off, C_SWIZZLE)) =
-                        make_float2(acc[h][i], acc[h][i + 1]);
-                }
-#else
-#pragma unroll
-                for (unsigned i = j * (CHUNK_COLS / 2); i < (j + 1) * (CHUNK_COLS / 2); ++i)
-                    chunk[wg::acc_row(i, tid) * CHUNK_COLS + wg::acc_col(i, tid) - j * CHUNK_COLS] = acc[h][i];
-#endif
+                // swizzled as kernels/gemm_maps.lua's c_map builds C's map (ablate, plain_c among it, is refused here)
+                cuasync::epilogue::stage_chunk<CHUNK_COLS, true>(chunk, acc[h], j, tid);
                 cuasync::bulk::fence_proxy_async_shared();   // these writes, then the async proxy reads them
                 cuasync::warpgroup::sync(1u + g);
                 if (tid == 0) {

@@ -36,6 +36,7 @@
 #if OUT_BF16
 #include <cuda_bf16.h>
 #endif
+#include <cuasync/epilogue.cuh>   // after <cuda_bf16.h>: its bf16 chunks
 #include <cuasync/pipelines/gemm.cuh>
 #include <cuasync/schedulers/gemm_sched.cuh>
 
@@ -70,19 +71,15 @@
 extern "C" __device__ unsigned long long gemm_trace[1024 * 4];
 #endif
 // BK (the k-block of a stage: 64 bf16 = one 128-byte swizzle span) and CHUNK_COLS (the epilogue's
-// chunk width) come from kernels/gemm.lua, which builds the tensor maps with the same numbers.
+// chunk width) come from kernels/gemm.lua, as kernels/gemm_maps.lua builds the tensor maps with them.
 #if !defined(BK) || !defined(CHUNK_COLS)
 #error "gemm_tma.cu: BK and CHUNK_COLS are passed as defines by kernels/gemm.lua"
 #endif
-// C_SWIZZLE: the swizzle span of C's map (bytes; gemm.lua's c_map swizzles it so: a chunk row is
-// one span). Staged plainly, the 8 rows a warp's store writes start 128 bytes apart, on the same
-// shared-memory banks; through the swizzle they fall on different ones.
-#if defined(PLAIN_C)   // ablation (gemm.ABLATE.plain_c): the chunks staged unswizzled, as before
-#define C_SWIZZLE 0
-#else
-#define C_SWIZZLE (EPILOGUE ? CHUNK_COLS * (OUT_BF16 ? 2 : 4) : 0)
+// PLAIN_C (ablation, gemm.ABLATE.plain_c): the epilogue's chunks staged unswizzled, as before;
+// otherwise swizzled (epilogue.cuh's stage_chunk), as kernels/gemm_maps.lua's c_map builds C's map.
+#ifndef PLAIN_C
+#define PLAIN_C 0
 #endif
-static_assert(C_SWIZZLE == 0 || C_SWIZZLE == 64 || C_SWIZZLE == 128, "a chunk row is a swizzle span: 64 or 128 bytes");
 
 typedef cuasync::pipelines::gemm Plan;
 typedef cuasync::pipeline<Plan> Pipe;
@@ -303,23 +300,7 @@ extern "C" __global__ void __launch_bounds__(Plan::block, 1) gemm_tma(const __gr
             out_t *const chunk = chunks + store_slot * (CONSUMERS * 64u * CHUNK_COLS);
             store_slot = STORE_BUFFERS == 2 ? store_slot ^ 1u : 0u;
             cuasync::warpgroup::sync(1u + c);   // consumer warpgroup c: named barrier 1 + c
-#if C_SWIZZLE
-            // neighbouring columns (i even) in one store, placed as C's map swizzles them
-#pragma unroll
-            for (unsigned i = j * (CHUNK_COLS / 2); i < (j + 1) * (CHUNK_COLS / 2); i += 2) {
-                const unsigned off = (wg::acc_row(i, tid) * CHUNK_COLS + wg::acc_col(i, tid) - j * CHUNK_COLS) * (unsigned)sizeof(out_t);
-                unsigned char *const at = reinterpret_cast<unsigned char *>(chunk) + cuasync::tma::swizzled(off, C_SWIZZLE);
-#if OUT_BF16
-                *reinterpret_cast<__nv_bfloat162 *>(at) = __floats2bfloat162_rn(acc[i], acc[i + 1]);
-#else
-                *reinterpret_cast<float2 *>(at) = make_float2(acc[i], acc[i + 1]);
-#endif
-            }
-#else
-#pragma unroll
-            for (unsigned i = j * (CHUNK_COLS / 2); i < (j + 1) * (CHUNK_COLS / 2); ++i)
-                chunk[wg::acc_row(i, tid) * CHUNK_COLS + wg::acc_col(i, tid) - j * CHUNK_COLS] = (out_t)acc[i];
-#endif
+            cuasync::epilogue::stage_chunk<CHUNK_COLS, !PLAIN_C>(chunk, acc, j, tid);
             cuasync::bulk::fence_proxy_async_shared();   // these writes, then the async proxy reads them
             cuasync::warpgroup::sync(1u + c);   // consumer warpgroup c: named barrier 1 + c
             if (tid == 0) {

@@ -254,6 +254,31 @@ extern "C" __global__ void k(const uint4 *in, unsigned *g) {
     assert.truthy(err:find("reduce_add", 1, true), err)
   end)
 
+  it("epilogue.cuh stages a chunk in pairs through the swizzle or one element at a time, f32 and bf16", function()
+    local body = [[
+extern "C" __global__ void k(const float *g, float *o) {
+  __shared__ __align__(1024) float f[64 * 32];
+  __shared__ __align__(1024) __nv_bfloat16 h[64 * 32];
+  float acc[32];
+  for (int i = 0; i < 32; ++i) acc[i] = g[i * 128 + threadIdx.x];
+  cuasync::epilogue::stage_chunk<32, true>(f, acc, 1, threadIdx.x);    // 128B span: 8 f32 pairs
+  cuasync::epilogue::stage_chunk<32, false>(h, acc, 0, threadIdx.x);   // plain: 16 bf16 stores
+  cuasync::epilogue::stage_chunk<32, true>(h, acc, 0, threadIdx.x);    // 64B span: 8 bf16 pairs
+  __syncthreads();
+  o[threadIdx.x] = f[threadIdx.x] + (float)h[threadIdx.x];
+}
+]]
+    local ptx = cuasync.program{ source = "#include <cuda_bf16.h>\n#include <cuasync/epilogue.cuh>\n" .. body, arch = "sm_90a" }:ptx()
+    local counts = {}
+    for _, ins in ipairs({ "st%.shared%.v2%.f32", "st%.shared%.u16", "st%.shared%.u32", "st%.shared%.f32" }) do
+      counts[#counts + 1] = select(2, ptx:gsub(ins, ""))
+    end
+    assert.same({ 8, 16, 8, 0 }, counts)
+    -- bf16 overloads come with <cuda_bf16.h> included first; after it, the rule by name
+    local err = compile_error("#include <cuasync/epilogue.cuh>\n#include <cuda_bf16.h>\n" .. body, "sm_90a")
+    assert.truthy(err:find("for bf16, include <cuda_bf16.h> before <cuasync/epilogue.cuh>", 1, true), err)
+  end)
+
   it("cp.async.ca sizes other than 4, 8, 16 fail with the rule", function()
     local src = '#include <cuasync/cp_async.cuh>\nextern "C" __global__ void k(unsigned *g) { __shared__ unsigned s[4]; cuasync::cp_async::copy_ca<2>(s, g); }\n'
     local err = compile_error(src, "sm_90a")

@@ -120,6 +120,15 @@ describe("gemm", function()
     assert.equal("128B", gemm.plan(with{ l2_promotion = "128B", schedule = "pingpong" }).loads[2].map.l2_promotion)
     assert.error_matches(function() gemm.plan(with{ l2_promotion = "512B" }) end,
       'l2_promotion must be "none", "64B", "128B" or "256B" (the L2 sector promotion of A\'s and B\'s loads; got "512B")', nil, true)
+    -- C's map (plan-only, no buffer): a chunk row is one swizzle span, as epilogue.cuh stages it;
+    -- unswizzled with the plain_c ablation; the direct epilogue's a 1D map, never stored through
+    local function cmap(t) return gemm.c_map(gemm.plan(with(t))) end
+    local f32, bf16, plain = cmap{}, cmap{ out = "bf16" }, cmap{ ablate = { plain_c = true } }
+    assert.same({ "128B", "64B", "none" }, { f32.swizzle, bf16.swizzle, plain.swizzle })
+    assert.same({ 64, 64 }, f32.dims)
+    assert.same({ false, false }, { f32.encoded, f32.load_only })
+    local direct = cmap{ epilogue = "direct" }
+    assert.same({ 1, { 64 * 64 }, "none", true }, { direct.rank, direct.dims, direct.swizzle, direct.load_only })
   end)
 
   -- The rungs exactly as examples/gemm_ablation.lua builds them: its RUNGS block (plain tables and

@@ -27,15 +27,20 @@ end
 
 -- The map the TMA epilogue stores C through (m x n of P.out, boxes of 32 x 64, swizzled as the
 -- kernels stage a chunk unless ablated); for the direct epilogue, a 1D map of C only passed along
--- (never stored through; any n).
+-- (never stored through; any n). Without the buffer c, a plan-only map, as the loader's (a CPU spec
+-- reads its swizzle).
 function M.c_map(P, c)
   local dtype = P.out or "f32"
+  local bytes = not c and P.m * P.n * ref.OUT_BYTES[dtype] or nil
   if P.epilogue ~= "tma" then
-    return tensormap.new{ buffer = c, dtype = dtype, dims = { P.m * P.n }, box = { M.CHUNK_COLS }, load_only = true }
+    return tensormap.new{ buffer = c, ptr = not c and 256 or nil, bytes = bytes, encode = c ~= nil,
+      dtype = dtype, dims = { P.m * P.n }, box = { M.CHUNK_COLS }, load_only = true }
   end
-  local span = M.CHUNK_COLS * ref.OUT_BYTES[dtype]   -- a chunk row, swizzled as the kernels stage it (C_SWIZZLE)
+  -- a chunk row is one span, as kernels-src/cuasync/epilogue.cuh's stage_chunk stages it
+  local span = M.CHUNK_COLS * ref.OUT_BYTES[dtype]
   local swz = (P.ablate or {}).plain_c and "none" or span .. "B"
-  return tensormap.new{ buffer = c, dtype = dtype, dims = { P.n, P.m }, box = { M.CHUNK_COLS, 64 }, swizzle = swz }
+  return tensormap.new{ buffer = c, ptr = not c and 256 or nil, bytes = bytes, encode = c ~= nil,
+    dtype = dtype, dims = { P.n, P.m }, box = { M.CHUNK_COLS, 64 }, swizzle = swz }
 end
 
 return M

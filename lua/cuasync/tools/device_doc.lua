@@ -14,7 +14,7 @@ local M = {}
 
 -- The headers in the order a reader meets them (one concept each).
 M.ORDER = { "arch", "mbarrier", "cp_async", "bulk", "tma", "cluster", "ring", "pipeline", "pipeline_cp_async", "order", "trace", "watchdog", "pdl", "graph", "warpgroup",
-            "wgmma", "fastmath", "scheduler", "turnstile", "cuasync" }
+            "wgmma", "epilogue", "fastmath", "scheduler", "turnstile", "cuasync" }
 
 local function trim(s) return (s:gsub("^%s+", ""):gsub("%s+$", "")) end
 
