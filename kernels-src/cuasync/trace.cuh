@@ -103,7 +103,9 @@ namespace detail {
 
 // mov.u32 r, %laneid;                                                  // PTX ISA 1.3, sm_10
 // Where this warp's events go, or nullptr: a traced block, the warp's lowest active lane (one
-// record a warp, whoever waits). *sl: its slot header.
+// record a warp, whoever waits). *sl: its slot header. (Its slot arithmetic is slot_of's, below,
+// written out: with the lane test between the block's and the slot's, as here, every traced
+// kernel's PTX stays what it is; through slot_of it changed.)
 __device__ __forceinline__ event *ring(unsigned r, slot **sl, header **hp)
 {
     unsigned char *buf = cuasync_trace.buf;
@@ -126,18 +128,28 @@ __device__ __forceinline__ event *ring(unsigned r, slot **sl, header **hp)
 // A site's ring once it was looked up for a block that is not traced (nullptr: not looked up).
 #define CUASYNC_TRACE_OFF (reinterpret_cast<cuasync::trace::event *>(1))
 
+// This warp's slot in a traced block (s); false where the block is not traced (past false) or the
+// slot is past the buffer's (past true: its events are dropped). ring_of and ring0_of share it.
+__device__ __forceinline__ bool slot_of(unsigned &s, bool &past)
+{
+    past = false;
+    const int ord = ordinal();
+    if (cuasync_trace.buf == nullptr || ord < 0) return false;
+    const unsigned threads = blockDim.x * blockDim.y * blockDim.z;
+    const unsigned warp = (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) / 32u;
+    s = (unsigned)ord * ((threads + 31u) / 32u) + warp;
+    if (s >= cuasync_trace.slots) { past = true; return false; }
+    return true;
+}
+
 // This warp's ring r (1 producer, 2 consumer) in a traced block, or CUASYNC_TRACE_OFF: found
 // once, when a pipeline is made.
 __device__ __forceinline__ event *ring_of(unsigned r)
 {
-    unsigned char *buf = cuasync_trace.buf;
-    const int ord = ordinal();
-    if (buf == nullptr || ord < 0) return CUASYNC_TRACE_OFF;
-    const unsigned threads = blockDim.x * blockDim.y * blockDim.z;
-    const unsigned warp = (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) / 32u;
-    const unsigned s = (unsigned)ord * ((threads + 31u) / 32u) + warp;
-    if (s >= cuasync_trace.slots) return CUASYNC_TRACE_OFF;
-    return reinterpret_cast<event *>(buf + sizeof(header) + sizeof(slot) * cuasync_trace.slots) +
+    unsigned s;
+    bool past;
+    if (!slot_of(s, past)) return CUASYNC_TRACE_OFF;
+    return reinterpret_cast<event *>(cuasync_trace.buf + sizeof(header) + sizeof(slot) * cuasync_trace.slots) +
            ((unsigned long long)s * 3u + r) * (unsigned)(CUASYNC_TRACE_EVENTS);
 }
 
@@ -314,16 +326,10 @@ namespace detail {
 // for a block not traced or a slot past the buffer's (past = true: its events are dropped).
 __device__ __forceinline__ event *ring0_of(slot **sl, bool *past)
 {
-    unsigned char *buf = cuasync_trace.buf;
-    *past = false;
-    const int ord = ordinal();
-    if (buf == nullptr || ord < 0) return nullptr;
-    const unsigned threads = blockDim.x * blockDim.y * blockDim.z;
-    const unsigned warp = (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) / 32u;
-    const unsigned s = (unsigned)ord * ((threads + 31u) / 32u) + warp;
-    if (s >= cuasync_trace.slots) { *past = true; return nullptr; }
-    *sl = reinterpret_cast<slot *>(buf + sizeof(header)) + s;
-    return reinterpret_cast<event *>(buf + sizeof(header) + sizeof(slot) * cuasync_trace.slots) +
+    unsigned s;
+    if (!slot_of(s, *past)) return nullptr;
+    *sl = reinterpret_cast<slot *>(cuasync_trace.buf + sizeof(header)) + s;
+    return reinterpret_cast<event *>(cuasync_trace.buf + sizeof(header) + sizeof(slot) * cuasync_trace.slots) +
            (unsigned long long)s * 3u * (unsigned)(CUASYNC_TRACE_EVENTS);
 }
 } // namespace detail
