@@ -13,6 +13,7 @@
 --          *_cl          the remote arrive's release at cluster scope (pipeline.cuh's form
 --                        before the ablation; the default is CTA scope, CUTLASS's form)
 --          *_nowd        the same without the watchdog
+--          c1_prefetch   c1 with A's and B's maps prefetched by the producer before its first copy
 --          c1_plain_c    c1 with the epilogue's chunks staged unswizzled (8 rows a store on the
 --                        same banks: the layout before docs/schedulers.md's "epilogue's swizzle")
 --   luajit examples/gemm_ablation.lua [--m 8192] [--n 8192] [--k 8192] [--stages 4]
@@ -33,6 +34,7 @@ local RUNGS = {
   c2_wg = { cluster = 2, release = "warpgroup" },
   c2_wg_leader = { cluster = 2, release = "warpgroup", ablate = { a_leader = true } },
   c1_plain_c = { cluster = 1, ablate = { plain_c = true } },
+  c1_prefetch = { cluster = 1, ablate = { prefetch_maps = true } },
 }
 for _, name in ipairs({ "c2_serial", "c2_warp", "c2_wg" }) do
   local r = {}

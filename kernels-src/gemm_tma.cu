@@ -198,6 +198,12 @@ extern "C" __global__ void __launch_bounds__(Plan::block, 1) gemm_tma(const __gr
     if (group == 0) {
         wg::setmaxnreg_dec<PRODUCER_REGS>();
         if (!pipe.is_producer_thread()) return;
+#if defined(PREFETCH_MAPS)
+        // (ablation, gemm.ABLATE.prefetch_maps) the maps' descriptors fetched ahead of the first
+        // copy, as CUTLASS's producer does: a block of the skinny shapes runs one tile
+        cuasync::tma::prefetch_map(&A);
+        cuasync::tma::prefetch_map(&B);
+#endif
         auto st = pipe.producer_start();
         for (sch::work t; w.next(t);) {
             const unsigned m0 = t.m0, n0 = t.n0 + rank * BN;

@@ -170,6 +170,7 @@ describe("gemm", function()
       has(REL_CTA, shared and not (r.ablate or {}).release_cluster)
       has("mbarrier.arrive.shared::cta.b64", not shared)   -- no peers: the local release
       has("gemm_trace", (r.ablate or {}).trace == true)
+      has("prefetch.tensormap", (r.ablate or {}).prefetch_maps == true)
     end
     assert.truthy(#names >= 19, tostring(#names))   -- 6 rungs, 3 at cluster scope, 9 without the watchdog, the trace
     -- serial release: lane 0 arrives on each peer in turn, where release = "warp" has each lane arrive once

@@ -76,9 +76,10 @@ M.RELEASE = "warpgroup"
 --     cluster's scheduling without the sharing, a rung of the ablation.
 --   raster = g: output tiles taken in bands of g tile rows (along M), column by column inside a
 --     band, so that a wave's A and B panels stay in L2; 1 (default): row by row.
---   ablate = { serial_release, release_cluster, a_leader, trace }: compile-time switches measured
---     by examples/gemm_ablation.lua (the release loop before the release forms; the remote
---     arrive's release at cluster scope; rank 0 issues every slice of A; a per-block trace).
+--   ablate = { serial_release, release_cluster, a_leader, trace, plain_c, prefetch_maps }: compile-
+--     time switches measured by examples/gemm_ablation.lua (the release loop before the release
+--     forms; the remote arrive's release at cluster scope; rank 0 issues every slice of A; a
+--     per-block trace; the epilogue unswizzled; A's and B's descriptors prefetched).
 --   schedule: "cooperative" (default: gemm_tma.cu, BM / 64 consumer warpgroups share a tile) or
 --     "pingpong" (gemm_pingpong.cu: two consumer warpgroups on alternate tiles, taking turns;
 --     kernels/gemm_pingpong.lua has its plan and refusals).
@@ -88,8 +89,8 @@ M.RELEASE = "warpgroup"
 --     chunk is written while the last one's store still reads its buffer; cooperative only; the
 --     scratch grows by the same again).
 --   l2_promotion: A's and B's maps' L2 sector promotion ("none", the default; "64B", "128B", "256B").
-M.ABLATE = { serial_release = "SERIAL_RELEASE", release_cluster = "RELEASE_CLUSTER", a_leader = "A_LEADER",
-             trace = "TRACE", plain_c = "PLAIN_C" }   -- plain_c: the epilogue's chunks unswizzled (as before)
+M.ABLATE = { serial_release = "SERIAL_RELEASE", release_cluster = "RELEASE_CLUSTER", a_leader = "A_LEADER", trace = "TRACE",
+             plain_c = "PLAIN_C", prefetch_maps = "PREFETCH_MAPS" }
 -- gemm.plan's options: a misspelt one (schedul) would otherwise build the default silently.
 -- watchdog and trace are the program's, which gemm.build and callers of gemm.program pass in the
 -- same table.
