@@ -20,6 +20,7 @@ local cli = require("cuasync.tools.cli")
 local json = require("cuasync.json")
 local isolate = require("cuasync.tools.isolate")
 local random = require("example.random")
+local timeline = require("cuasync.model.timeline")
 
 local SHAPES = { "4x16x4096x128", "4x16x4096x128c", "2x16x8192x128", "2x16x8192x128c", "1x16x16384x128",
                  "4x16x4096x64", "4x16x4096x64c" }
@@ -62,11 +63,7 @@ if why then print("peers: none (" .. why .. "); cuasync alone") end
 -- tracks' rings kept (a track that lost events: from its first kept event).
 local function ranges(T)
   local by, order, window = {}, {}, 0
-  for _, tr in ipairs(T.tracks) do
-    if tr.role == "consumer" then
-      window = window + (((tr.lost or 0) > 0 and tr.t_first and tr.t_last) and (tr.t_last - tr.t_first) or T.duration)
-    end
-  end
+  for _, tr in ipairs(T.tracks) do if tr.role == "consumer" then window = window + timeline.window(T, tr) end end
   for _, sp in ipairs(T.spans) do
     if sp.kind == "range" and T.tracks[sp.track].role == "consumer" then
       local r = by[sp.name]

@@ -11,6 +11,7 @@ local cuasync = require("cuasync")
 local errors = require("cuasync.errors")
 local H = require("helper")
 local gemm = require("cuasync.kernels.gemm")
+local GC = require("support.gemm_check")
 
 local function plan(o)
   local q = { stages = 4, tile = "128x192", m = 8192, n = 8192, k = 8192, sms = 132 }
@@ -200,19 +201,7 @@ describe("gemm 128x192", function()
       gemm.reference(A, B, R, m, n, k)
       for _, c in ipairs(CASES) do
         local P = case(shape, c, { a = A, b = B })
-        local kern = gemm.kernel(P)
-        local work, flags = gemm.workspace(P)
-        C:poison()   -- an element the kernel misses cannot pass
-        kern:launch(gemm.launch_config(P, cuasync.current_device(), m, n, kern), gemm.args(P, C, work, flags))
-        cuasync.synchronize()
-        -- tighter than gemm.TOLERANCE (as gemm_spec's edge shapes), plus bf16's rounding
-        local bad, worst = gemm.compare(C, R, m * n, 1e-3, P.out == "bf16" and 1e-4 + 2 ^ -8 or 1e-4, P.out)
-        local left = 0
-        if P.sched.turnstile then
-          local f = flags:download("uint32_t", P.sched.slots)
-          for i = 0, P.sched.slots - 1 do if f[i] ~= 0 then left = left + 1 end end
-        end
-        work:close(); flags:close()
+        local bad, worst, left = GC.launch(P, C, R, m, n)
         out_lines[#out_lines + 1] = ("%s (%d CTAs): %d bad, largest difference %g, %d flags left"):format(describe_case(shape, c),
           P.sched.ctas, bad, worst, left)
         assert.equal(0, bad, out_lines[#out_lines])

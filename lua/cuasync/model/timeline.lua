@@ -18,7 +18,8 @@
 --     T.flows[i]   = { block, stage, iteration, issued, landed, latency, waited, bytes, from, to
 --                      (tracks), asked (when that wait began) }: landed is an upper bound on the
 --                      landing (flows() says why)
---   timeline.summary(T), summary_text(T), diagnosis(cf, pe), knee_stage(rows): timeline_summary.lua
+--   timeline.summary(T), summary_text(T), diagnosis(cf, pe), knee_stage(rows), window(T, track):
+--   timeline_summary.lua
 -- Times: a number or a 64-bit integer cdata. Relative times are differences taken before any
 -- conversion, so a %globaltimer value (~1.7e18 ns, past 2^53) keeps its nanoseconds only when
 -- the reader hands cdata; a number that large has already lost them (T.problems says so).
@@ -28,7 +29,7 @@ local summary = require("cuasync.model.timeline_summary")
 local M = {}
 
 M.summary, M.summary_text = summary.summary, summary.text
-M.diagnosis, M.knee_stage = summary.diagnosis, summary.knee_stage
+M.diagnosis, M.knee_stage, M.window = summary.diagnosis, summary.knee_stage, summary.window
 M.STARVED, M.FED, M.STALLED, M.KNEE = summary.STARVED, summary.FED, summary.STALLED, summary.KNEE
 
 local KNOWN = { block_begin = true, block_end = true, wait_begin = true, wait_end = true, issue = true,

@@ -51,6 +51,14 @@ local function check_timeline(where, T)
   end
 end
 
+-- The time track tr's events were recorded over: the whole run (T.duration), unless its ring
+-- overflowed and kept only its newest events (then from the first one kept to its last): an
+-- overflowed ring's waits or ranges over the whole run would read as a fraction of what they are.
+function M.window(T, tr)
+  if (tr.lost or 0) > 0 and tr.t_first and tr.t_last then return tr.t_last - tr.t_first end
+  return T.duration or 0
+end
+
 function M.summary(T)
   check_timeline("timeline.summary", T)
   local S = { kernel = T.kernel, duration = T.duration or 0, roles = {}, rows = {}, stages = {},
@@ -76,18 +84,11 @@ function M.summary(T)
       if s.open then r.open = r.open + 1 end
     end
   end
-  -- The time a track's waits were recorded over: the whole run, unless its ring overflowed and
-  -- kept only its newest events (then from the first one kept to its last): an overflowed ring's
-  -- waits over the whole run would read as a fraction of what they are.
-  local function window(tr)
-    if (tr.lost or 0) > 0 and tr.t_first and tr.t_last then return tr.t_last - tr.t_first end
-    return S.duration
-  end
   -- the time of the tracks of a role (those waiting in it, for a role no track carries as its main one)
   local function time_of(role)
     local t, main = 0, (S.roles[role] or 0) > 0
     for i, tr in ipairs(T.tracks) do
-      if (main and tr.role == role) or (not main and (waiting[role] or {})[i]) then t = t + window(tr) end
+      if (main and tr.role == role) or (not main and (waiting[role] or {})[i]) then t = t + M.window(T, tr) end
     end
     return t
   end
