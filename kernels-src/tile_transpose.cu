@@ -1,9 +1,9 @@
 // tile_transpose.cu — out = transpose(in) for an f32 matrix, one 32x32 tile per block: a tensor
 // load of the tile, a transpose in shared memory, a tensor store at the mirrored coordinates.
 // SWIZZLE_SPAN is the maps' swizzle span in bytes (0 for none, 128 for 128B): the kernel finds
-// element (col, row) where TMA put it, offset ^ ((offset >> 7) & (span/16 - 1)) << 4 — the model
-// cuasync.swizzle.layout computes in Lua. Reading a column of an unswizzled tile hits one bank 32
-// times; with 128B swizzle the 16-byte chunks of 8 consecutive rows sit in 8 different slots.
+// element (col, row) where TMA put it (tma::swizzled: the model cuasync.swizzle.layout computes in
+// Lua). Reading a column of an unswizzled tile hits one bank 32 times; with 128B swizzle the
+// 16-byte chunks of 8 consecutive rows sit in 8 different slots.
 #include <cuasync/mbarrier.cuh>
 #include <cuasync/bulk.cuh>
 #include <cuasync/tma.cuh>
@@ -14,11 +14,10 @@
 static_assert(SWIZZLE_SPAN == 0 || SWIZZLE_SPAN == 32 || SWIZZLE_SPAN == 64 || SWIZZLE_SPAN == 128,
               "SWIZZLE_SPAN must be 0, 32, 64 or 128");
 
-// The shared-memory byte offset of element (col, row) of a 32-column f32 tile.
+// The shared-memory byte offset of element (col, row) of a 32-column f32 tile, where the map put it.
 __device__ __forceinline__ unsigned at(unsigned col, unsigned row)
 {
-    const unsigned o = row * 128 + col * 4;
-    return SWIZZLE_SPAN ? o ^ (((o >> 7) & (SWIZZLE_SPAN / 16 - 1)) << 4) : o;
+    return cuasync::tma::swizzled(row * 128 + col * 4, SWIZZLE_SPAN);
 }
 
 extern "C" __global__ void __launch_bounds__(256) tile_transpose(const __grid_constant__ cuasync::tensormap in,
