@@ -44,7 +44,7 @@ end
 M.COOP_RESERVE = 32
 local function fit_registers(bm, bn)
   local threads = 128 * (1 + bm / 64)
-  local cap = pingpong.registers(threads, bm / 64).base
+  local cap = rules.launch_bound_registers(threads)
   if bn / 2 + M.COOP_RESERVE > cap then
     sched.fail(("tile %dx%d: a consumer thread's %d accumulators (BN / 2) and the %d registers it needs beside them (gemm.COOP_RESERVE) are more than the %d a thread of its %d-thread block is compiled for (65536 / threads, down to a multiple of 8): use a tile with BN / 2 + %d <= %d"):format(
       bm, bn, bn / 2, M.COOP_RESERVE, cap, threads, M.COOP_RESERVE, cap))

@@ -11,6 +11,7 @@
 -- thread fewer than RESERVE of the registers setmaxnreg gives it.
 local pipeline = require("cuasync.pipeline")
 local util = require("cuasync.util")
+local rules = require("cuasync.model.launch_rules")
 
 local M = {}
 M.FILE, M.ENTRY = "gemm_pingpong.cu", "gemm_pingpong"
@@ -30,7 +31,7 @@ local function fail(msg) util.fail("gemm", msg) end
 -- thread (65536 / threads down to a multiple of 8, at most 248), the producer's, and what each
 -- consumer thread may raise to with what the producer released (at most 232, a multiple of 8).
 function M.registers(threads, consumers)
-  local base = math.min(248, math.floor(65536 / threads / 8) * 8)
+  local base = rules.launch_bound_registers(threads)
   local raised = base + math.floor(128 * (base - M.PRODUCER_REGS) / (128 * consumers))
   return { base = base, producer = M.PRODUCER_REGS, consumer = math.floor(math.min(232, raised) / 8) * 8 }
 end

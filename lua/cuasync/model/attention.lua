@@ -3,6 +3,7 @@
 -- serve them, the registers a consumer warpgroup has and needs, the work (flops), and a plain
 -- softmax(Q K^T * scale) V with the log-sum-exp, in doubles, for small shapes.
 local util = require("cuasync.util")
+local rules = require("cuasync.model.launch_rules")
 
 local M = {}
 
@@ -27,7 +28,7 @@ local function fail(msg) util.fail("attention", msg) end
 -- warpgroup raises to with what the producer warpgroup gives up (the kernel's arithmetic).
 function M.registers(consumers)
   local threads = 128 * (consumers + 1)
-  local base = math.min(248, math.floor(65536 / threads / 8) * 8)
+  local base = rules.launch_bound_registers(threads)
   if consumers == 1 then return base, base end   -- no move: a lone consumer already has its cap
   local raised = base + math.floor(128 * (base - M.PRODUCER_REGS) / (128 * consumers))
   return base, math.floor(math.min(raised, M.MAX_REGS) / 8) * 8

@@ -21,6 +21,13 @@ M.sm_90 = {
   smem_per_sm = 233472, regs_per_thread = 255,
 }
 
+-- The registers __launch_bounds__(threads, 1) lets ptxas give each thread of a block: the SM's
+-- 65536 over the threads, down to a multiple of 8 (the allocation unit), at most 248. The GEMM's
+-- and attention's kernels compile for it and move registers from the producer with setmaxnreg.
+function M.launch_bound_registers(threads)
+  return math.min(248, math.floor(M.sm_90.regs_per_sm / threads / 8) * 8)
+end
+
 -- The one fallback: the open device's limits, else sm_90's (a compile-only path has no GPU).
 function M.limits_of(dev)
   return dev and dev:limits() or M.sm_90
