@@ -155,17 +155,27 @@ end
 
 -- What a command printed, checked as every file it writes is (fs.lua): the standard output
 -- flushed and its error flag read (print never says that a write failed: a full disk, a closed
--- pipe). true, or nil and why.
+-- pipe). true, or nil and why. M.print is print that keeps the reason of a failed write.
 pcall(ffi.cdef, "typedef struct cuasync_cli_FILE cuasync_cli_FILE; int ferror(cuasync_cli_FILE *f);")
 local stdout_ok, stdout_file = pcall(function() return ffi.cast("cuasync_cli_FILE *", ffi.C.stdout) end)
 if not stdout_ok then   -- declared here only where no other module declared it first
   pcall(ffi.cdef, "extern cuasync_cli_FILE *stdout;")
   stdout_ok, stdout_file = pcall(function() return ffi.C.stdout end)
 end
+-- The reason of a failed write is kept where it happened: once the C library has dropped the
+-- buffer of a write that failed, a later flush succeeds and only the error flag is left (seen on
+-- a write longer than the buffer that ends the output).
+local stdout_why
+function M.print(...)
+  local n, parts = select("#", ...), {}
+  for i = 1, n do parts[i] = tostring((select(i, ...))) end
+  local ok, why = io.stdout:write(table.concat(parts, "\t"), "\n")
+  if not ok then stdout_why = stdout_why or why end
+end
 function M.stdout_written()
   local ok, why = io.stdout:flush()
   if ok and not (stdout_ok and ffi.C.ferror(stdout_file) ~= 0) then return true end
-  return nil, why or "a write to it failed"
+  return nil, why or stdout_why or "a write to it failed"
 end
 
 -- -- The parser ---------------------------------------------------------------------------------

@@ -91,6 +91,17 @@ describe("defect 1: every report write is checked", function()
     out, rc = sh(env .. "luajit bin/cuasync sweep " .. s .. " --quiet > /dev/full")
     assert.equal(1, rc, out)
     assert.truthy(out:find("cuasync sweep: cannot write the standard output: No space left on device", 1, true), out)
+    -- the reason is kept where the write failed: once the C library dropped the failed write's buffer
+    -- (a flush in between, by anything in the process), the last flush succeeds and only the error flag
+    -- is left; the message still says why, not "a write to it failed"
+    local probe = H.tmpdir() .. "/probe.lua"
+    local f = assert(io.open(probe, "w"))
+    f:write('package.path = "lua/?.lua;lua/?/init.lua;" .. package.path package.cpath = "build/?.so;" .. package.cpath\n',
+      'local cli = require("cuasync.tools.cli")\n', 'cli.print(("x"):rep(20000))\n', 'io.stdout:flush()\n',
+      'local ok, why = cli.stdout_written()\n', 'io.stderr:write(tostring(ok), " ", tostring(why), "\\n")\n')
+    f:close()
+    out = sh(ENV .. "luajit " .. probe .. " > /dev/full")
+    assert.equal("nil No space left on device\n", out)
   end)
 end)
 

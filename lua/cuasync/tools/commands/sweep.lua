@@ -100,7 +100,7 @@ function M.outputs(S, o)
   local errors = {}
   local function out(what, format, path, opts)
     local ok, e, note = pcall(S.write, S, format, path, opts)   -- note: a plot's SVG instead of a PNG
-    if ok then print(("wrote %s %s%s"):format(what, e, note and (": " .. note) or "")) else errors[#errors + 1] = tostring(e) end
+    if ok then cli.print(("wrote %s %s%s"):format(what, e, note and (": " .. note) or "")) else errors[#errors + 1] = tostring(e) end
   end
   if o.out then
     local ok, why = cli.mkdirs(o.out)
@@ -122,16 +122,16 @@ end
 -- What a Slurm submission without --wait (or a dry run) says.
 local function submitted(S)
   local s = S.slurm
-  if s.note then print("note: " .. s.note) end
+  if s.note then cli.print("note: " .. s.note) end
   if s.dry_run then
-    print(("# %s/array.sbatch\n%s\n# %s/merge.sbatch (submitted with --dependency=afterok:<the array's job id>)\n%s"):format(
+    cli.print(("# %s/array.sbatch\n%s\n# %s/merge.sbatch (submitted with --dependency=afterok:<the array's job id>)\n%s"):format(
       s.dir, s.script, s.dir, s.merge_script))
-    print(("dry run: nothing submitted (%d of %d shards would be)"):format(#s.submitted, s.shards))
+    cli.print(("dry run: nothing submitted (%d of %d shards would be)"):format(#s.submitted, s.shards))
     return
   end
-  print(("submitted %d of %d shards as Slurm job array %s%s, and the merge job %s (afterok:%s)"):format(#s.submitted, s.shards,
+  cli.print(("submitted %d of %d shards as Slurm job array %s%s, and the merge job %s (afterok:%s)"):format(#s.submitted, s.shards,
     s.array, s.kept > 0 and (" (%d kept from earlier runs)"):format(s.kept) or "", s.merge, s.array))
-  print(("results: %s/%s.json once the merge job ran; follow with squeue -j %s, or run the sweep again with --wait"):format(
+  cli.print(("results: %s/%s.json once the merge job ran; follow with squeue -j %s, or run the sweep again with --wait"):format(
     s.dir, S.name, s.array))
 end
 
@@ -192,11 +192,11 @@ end
 -- What a run says and writes: the table, the Slurm line, the outputs, then the script's after(S, o).
 -- An example that runs on its own ends through here too, so it says and writes the same both ways.
 function M.report(S, o, after)
-  S:print{ columns = o.columns }
+  cli.print(S:text{ columns = o.columns })
   if S.slurm then
     local s = S.slurm
-    if s.note then print("note: " .. s.note) end
-    print(("Slurm: %d shards%s, merged into %s%s"):format(s.shards,
+    if s.note then cli.print("note: " .. s.note) end
+    cli.print(("Slurm: %d shards%s, merged into %s%s"):format(s.shards,
       s.kept > 0 and (" (%d kept from earlier runs, %d submitted)"):format(s.kept, #s.submitted) or "", s.merged,
       s.wall_s and ("; %.1f s from submission to the merged file, the longest shard ran %.1f s (scheduler overhead %.1f s)"):format(
         s.wall_s, s.longest_s, s.overhead_s) or ": nothing was submitted"))
