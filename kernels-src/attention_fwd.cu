@@ -113,6 +113,25 @@ __device__ __forceinline__ float quad_sum(float x)
     return x + __shfl_xor_sync(0xFFFFFFFFu, x, 2);
 }
 
+// The four lanes of a quad hold, for one row, the bf16 pairs 2 * lane, 2 * lane + 1 of four
+// 8-column groups (w[g]: group g). Transposed, lane q holds group q's eight columns in order
+// (w[k]: columns 2k, 2k + 1), one 16-byte store instead of four 4-byte ones: a 4-byte store of a
+// warp touches 8 rows of 16 bytes, and the epilogue was bound by their count (about 2.5 us a
+// unit). Two butterfly rounds swap bit 1, then bit 0, of lane and slot.
+__device__ __forceinline__ void quad_transpose(unsigned (&w)[4], unsigned lane)
+{
+#pragma unroll
+    for (unsigned m = 2u; m >= 1u; m /= 2u) {
+        const bool hi = (lane & m) != 0u;
+#pragma unroll
+        for (unsigned k = 0; k < 4u; ++k) {
+            if (k & m) continue;   // the pair (k, k + m)
+            const unsigned got = __shfl_xor_sync(0xFFFFFFFFu, hi ? w[k] : w[k + m], m);
+            if (hi) w[k] = got; else w[k + m] = got;
+        }
+    }
+}
+
 // Issue S = Q K^T for consumer warpgroup c (its 64 rows of Q) on the K tile in `k_tile`: D / 16
 // k16 steps, step kk in column block kk / 4, 32 bytes a step inside it. One commit group.
 __device__ __forceinline__ void issue_s(float (&sc)[KV_TILE / 2], const unsigned char *q_smem, unsigned c, const unsigned char *k_tile)
@@ -417,17 +436,32 @@ extern "C" __global__ void __launch_bounds__(Plan::block, 1) attention_fwd(const
         lse[r] = (m[r] * scale_log2 + __log2f(l[r])) * 0.69314718055994531f;
     }
     const size_t head = (size_t)bh * s;
+#if OUT_F32
 #pragma unroll
     for (unsigned i = 0; i < D / 2; i += 2) {
         const unsigned row = row0 + wg::acc_row(i, tid), col = wg::acc_col(i, tid);
         if (row >= s) continue;
         const float v0 = o[i] * inv[(i / 2u) % 2u], v1 = o[i + 1] * inv[(i / 2u) % 2u];
-#if OUT_F32
         reinterpret_cast<float2 *>(O)[((head + row) * D + col) / 2u] = make_float2(v0, v1);
-#else
-        reinterpret_cast<unsigned *>(O)[((head + row) * D + col) / 2u] = wg::pack_bf16x2(v0, v1);
-#endif
     }
+#else
+    // accumulator i = 4 g + 2 h + e: column group g, row half h, pair element e (wg::acc_row/col);
+    // four groups at a time through quad_transpose, then one 16-byte store a row and lane
+#pragma unroll
+    for (unsigned h = 0; h < 2u; ++h) {
+        const unsigned row = row0 + wg::acc_row(2u * h, tid);
+#pragma unroll
+        for (unsigned g0 = 0; g0 < D / 8u; g0 += 4u) {
+            unsigned w[4];
+#pragma unroll
+            for (unsigned k = 0; k < 4u; ++k)
+                w[k] = wg::pack_bf16x2(o[4u * (g0 + k) + 2u * h] * inv[h], o[4u * (g0 + k) + 2u * h + 1u] * inv[h]);
+            quad_transpose(w, tid % 4u);   // every lane of the quad takes part, stored or not
+            if (row < s)
+                reinterpret_cast<uint4 *>(O)[((head + row) * D + 8u * (g0 + tid % 4u)) / 8u] = make_uint4(w[0], w[1], w[2], w[3]);
+        }
+    }
+#endif
     if (tid % 4u == 0u) {
 #pragma unroll
         for (unsigned r = 0; r < 2; ++r) {
